@@ -1,0 +1,76 @@
+#include "drx/array/dtype.h"
+
+#include "drx/array/error.h"
+
+namespace drx {
+
+std::string_view dtype_name(DType d) {
+  switch (d) {
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i32:
+      return "i32";
+    case DType::i64:
+      return "i64";
+    case DType::bool_:
+      return "bool";
+  }
+  return "?";
+}
+
+DType dtype_from_name(std::string_view name) {
+  for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_})
+    if (dtype_name(d) == name) return d;
+  throw ParseError("unknown dtype '" + std::string(name) + "' (expected f32, f64, i32, i64 or bool)");
+}
+
+size_t dtype_size(DType d) {
+  switch (d) {
+    case DType::f32:
+    case DType::i32:
+      return 4;
+    case DType::f64:
+    case DType::i64:
+      return 8;
+    case DType::bool_:
+      return 1;
+  }
+  return 1;
+}
+
+bool is_floating(DType d) { return d == DType::f32 || d == DType::f64; }
+bool is_integer(DType d) { return d == DType::i32 || d == DType::i64; }
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ",";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view op) {
+  int64_t a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim)
+    throw Error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                std::to_string(ndim) + " (expected -" + std::to_string(ndim) + " <= axis < " +
+                std::to_string(ndim) + ")");
+  return a;
+}
+
+}  // namespace drx

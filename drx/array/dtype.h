@@ -1,0 +1,77 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace drx {
+
+enum class DType : uint8_t { f32, f64, i32, i64, bool_ };
+inline constexpr DType f32 = DType::f32;
+inline constexpr DType f64 = DType::f64;
+inline constexpr DType i32 = DType::i32;
+inline constexpr DType i64 = DType::i64;
+inline constexpr DType bool_ = DType::bool_;
+
+using Shape = std::vector<int64_t>;
+
+std::string_view dtype_name(DType d);
+// Throws drx::ParseError for an unknown name.
+DType dtype_from_name(std::string_view name);
+size_t dtype_size(DType d);
+bool is_floating(DType d);
+bool is_integer(DType d);
+
+int64_t num_elements(const Shape& s);
+std::string shape_str(const Shape& s);  // "[2,3]"
+// Row-major strides in elements.
+std::vector<int64_t> strides_of(const Shape& s);
+// Normalises a possibly negative axis for rank `ndim`; throws naming `op` if out of range.
+int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view op);
+
+// C++ element type for each dtype. bool is stored as one byte.
+template <class T>
+struct dtype_of_t;
+template <>
+struct dtype_of_t<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of_t<double> {
+  static constexpr DType value = DType::f64;
+};
+template <>
+struct dtype_of_t<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of_t<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of_t<bool> {
+  static constexpr DType value = DType::bool_;
+};
+template <class T>
+inline constexpr DType dtype_of = dtype_of_t<T>::value;
+
+// Calls fn(T{}) with T the storage type of `d` (uint8_t for bool).
+template <class Fn>
+decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
+  switch (d) {
+    case DType::f32:
+      return fn(float{});
+    case DType::f64:
+      return fn(double{});
+    case DType::i32:
+      return fn(int32_t{});
+    case DType::i64:
+      return fn(int64_t{});
+    case DType::bool_:
+      break;
+  }
+  return fn(uint8_t{});
+}
+
+}  // namespace drx

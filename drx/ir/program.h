@@ -1,0 +1,53 @@
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "drx/ir/params.h"
+#include "drx/ir/type.h"
+
+namespace drx {
+
+class Primitive;
+
+// One SSA equation: outs = prim[params](ins). Variables are indices into the
+// owning Program's var_types.
+struct Eqn {
+  const Primitive* prim = nullptr;
+  Params params;
+  std::vector<int> ins;
+  std::vector<int> outs;
+};
+
+// A typed SSA function. Sub-programs live in equation parameters.
+class Program {
+ public:
+  std::string name = "main";
+  // Placements (name, size) declared for this program, in declaration order.
+  std::vector<std::pair<std::string, int64_t>> placements;
+  std::vector<Type> var_types;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  std::vector<Eqn> eqns;
+
+  int add_var(Type t) {
+    var_types.push_back(std::move(t));
+    return static_cast<int>(var_types.size()) - 1;
+  }
+  const Type& type_of(int var) const { return var_types.at(static_cast<size_t>(var)); }
+  std::vector<Type> input_types() const;
+  std::vector<Type> output_types() const;
+};
+
+// Readable text; parse_program(print(p)) prints identically.
+std::string to_string(const Program& p);
+std::ostream& operator<<(std::ostream& os, const Program& p);
+// Parses the text of one program (with the sub-programs it references).
+// Throws drx::ParseError naming the line and what was expected.
+Program parse_program(const std::string& text);
+// Checks SSA form and re-infers every equation's types; throws drx::TypeError
+// naming the offending equation.
+void verify(const Program& p);
+
+}  // namespace drx

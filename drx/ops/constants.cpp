@@ -1,0 +1,99 @@
+// Primitives with no inputs: literal constants and iota.
+#include "drx/ops/families.h"
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+
+namespace drx {
+namespace {
+
+class ConstantPrim : public Primitive {
+ public:
+  ConstantPrim() : Primitive("constant") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (!ins.empty()) throw TypeError("constant: takes no operands, got " + std::to_string(ins.size()));
+    const Array& a = p.get_array("value", name());
+    return {Type(a.dtype(), a.shape())};
+  }
+  std::vector<Array> eval(const std::vector<Array>&, const Params& p) const override {
+    return {p.get_array("value", name())};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
+    return {std::nullopt};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
+    return {};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>&, int64_t, const Params& p) const override {
+    return {{constant(p.get_array("value", name())), false}};
+  }
+};
+
+class IotaPrim : public Primitive {
+ public:
+  IotaPrim() : Primitive("iota") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (!ins.empty()) throw TypeError("iota: takes no operands, got " + std::to_string(ins.size()));
+    const Shape& shape = p.get_ints("shape", name());
+    int64_t dim = p.get_int("dimension", name());
+    for (int64_t d : shape)
+      if (d < 0) throw TypeError("iota: negative dimension in shape " + shape_str(shape));
+    if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
+      throw TypeError("iota: dimension " + std::to_string(dim) + " out of range for shape " +
+                      shape_str(shape));
+    DType dt = p.get_dtype("dtype", name());
+    if (dt == DType::bool_) throw TypeError("iota: dtype bool is not numeric");
+    return {Type(dt, shape)};
+  }
+  std::vector<Array> eval(const std::vector<Array>&, const Params& p) const override {
+    const Shape& shape = p.get_ints("shape", name());
+    int64_t dim = p.get_int("dimension", name());
+    Array out(p.get_dtype("dtype", name()), shape);
+    std::vector<int64_t> st = strides_of(shape);
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* o = out.data<T>();
+      for (int64_t i = 0; i < out.size(); ++i) o[i] = static_cast<T>((i / st[dim]) % shape[dim]);
+    });
+    return {out};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
+    return {std::nullopt};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
+    return {};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>&, int64_t, const Params& p) const override {
+    return {{emit1(*this, {}, p), false}};
+  }
+};
+
+}  // namespace
+
+void register_constants(Registry& r) {
+  r.add(std::make_unique<ConstantPrim>());
+  r.add(std::make_unique<IotaPrim>());
+}
+
+Value constant(const Array& value) {
+  static const Primitive& p = primitive("constant");
+  return emit1(p, {}, Params{{"value", value}});
+}
+
+Value scalar_like(const Value& x, double v) { return constant(full({}, v, x.dtype())); }
+
+Value fill(const Shape& shape, double value, DType dtype) {
+  Value s = constant(drx::full({}, value, dtype));
+  return shape.empty() ? s : broadcast_in_dim(s, shape, {});
+}
+
+Value zeros_like(const Value& x) { return fill(x.shape(), 0.0, x.dtype()); }
+Value ones_like(const Value& x) { return fill(x.shape(), 1.0, x.dtype()); }
+
+Value iota(const Shape& shape, int64_t dimension, DType dtype) {
+  static const Primitive& p = primitive("iota");
+  return emit1(p, {}, Params{{"shape", shape}, {"dimension", dimension}, {"dtype", dtype}});
+}
+
+Value arange(int64_t n, DType dtype) { return iota({n}, 0, dtype); }
+
+}  // namespace drx

@@ -1,0 +1,10 @@
+#include "drx/ops/families.h"
+
+namespace drx {
+
+std::vector<RegisterFamily> primitive_families() {
+  return {register_elementwise, register_reductions, register_linalg,
+          register_shape_ops,   register_indexing,   register_constants};
+}
+
+}  // namespace drx

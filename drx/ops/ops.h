@@ -1,0 +1,127 @@
+#pragma once
+// The public op functions on traced Values. Each builds on one or more
+// primitives (drx/ops/*.cpp); composites are written in terms of them.
+#include <optional>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/trace/value.h"
+
+namespace drx {
+
+// ---- constants ---------------------------------------------------------
+Value constant(const Array& value);
+// A scalar of `dtype` broadcast to `shape`.
+Value fill(const Shape& shape, double value, DType dtype);
+Value zeros_like(const Value& x);
+Value ones_like(const Value& x);
+// [0, 1, ..., n-1]
+Value arange(int64_t n, DType dtype = DType::i32);
+// iota along `dimension` of an array of `shape`.
+Value iota(const Shape& shape, int64_t dimension, DType dtype = DType::i32);
+
+// ---- elementwise -------------------------------------------------------
+Value neg(const Value& x);
+Value exp(const Value& x);
+Value log(const Value& x);
+Value log1p(const Value& x);
+Value tanh(const Value& x);
+Value logistic(const Value& x);
+Value sqrt(const Value& x);
+Value rsqrt(const Value& x);
+Value abs(const Value& x);
+Value sign(const Value& x);
+Value sin(const Value& x);
+Value cos(const Value& x);
+Value square(const Value& x);
+Value relu(const Value& x);
+
+// Binary ops broadcast numpy-style; both operands must have the same dtype
+// (a plain number takes the Value's dtype).
+Value add(const Value& a, const Value& b);
+Value sub(const Value& a, const Value& b);
+Value mul(const Value& a, const Value& b);
+Value div(const Value& a, const Value& b);
+Value pow(const Value& a, const Value& b);
+Value maximum(const Value& a, const Value& b);
+Value minimum(const Value& a, const Value& b);
+Value pow(const Value& a, double b);
+Value maximum(const Value& a, double b);
+Value minimum(const Value& a, double b);
+
+Value less(const Value& a, const Value& b);
+Value less_equal(const Value& a, const Value& b);
+Value greater(const Value& a, const Value& b);
+Value greater_equal(const Value& a, const Value& b);
+Value equal(const Value& a, const Value& b);
+Value not_equal(const Value& a, const Value& b);
+
+// cond ? a : b, elementwise, with broadcasting; cond must be bool.
+Value where(const Value& cond, const Value& a, const Value& b);
+Value astype(const Value& x, DType dtype);
+// Identity whose derivative is zero.
+Value stop_gradient(const Value& x);
+
+Value operator+(const Value& a, const Value& b);
+Value operator-(const Value& a, const Value& b);
+Value operator*(const Value& a, const Value& b);
+Value operator/(const Value& a, const Value& b);
+Value operator-(const Value& a);
+Value operator+(const Value& a, double b);
+Value operator-(const Value& a, double b);
+Value operator*(const Value& a, double b);
+Value operator/(const Value& a, double b);
+Value operator+(double a, const Value& b);
+Value operator-(double a, const Value& b);
+Value operator*(double a, const Value& b);
+Value operator/(double a, const Value& b);
+
+// A scalar constant of x's dtype.
+Value scalar_like(const Value& x, double v);
+
+// ---- reductions (negative axes allowed; no axes = all) -----------------
+Value sum(const Value& x);
+Value sum(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+Value mean(const Value& x);
+Value mean(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+Value max(const Value& x);
+Value max(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+Value min(const Value& x);
+Value min(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+
+// ---- linear algebra ----------------------------------------------------
+struct DotDims {
+  std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+};
+// Output dims: batch dims, then lhs free dims, then rhs free dims.
+Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims);
+// 2-D matrix product, or batched over equal leading dims; a 1-D operand is a
+// vector (as numpy.matmul).
+Value matmul(const Value& a, const Value& b);
+
+// ---- shape -------------------------------------------------------------
+Value reshape(const Value& x, const Shape& shape);
+Value transpose(const Value& x, const std::vector<int64_t>& perm);
+// numpy-style broadcast of x to `shape`.
+Value broadcast_to(const Value& x, const Shape& shape);
+// The primitive form: operand dim i becomes output dim dims[i].
+Value broadcast_in_dim(const Value& x, const Shape& shape, const std::vector<int64_t>& dims);
+Value expand_dims(const Value& x, int64_t axis);
+Value squeeze(const Value& x, int64_t axis);
+Value concatenate(const std::vector<Value>& xs, int64_t axis);
+Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops);
+
+// ---- indexing ----------------------------------------------------------
+// Gathers x along `axis` at integer `indices`: result shape is
+// x.shape[:axis] + indices.shape + x.shape[axis+1:].
+Value take(const Value& x, const Value& indices, int64_t axis = 0);
+// The transpose of take: adds `updates` into x at `indices` along `axis`.
+Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis = 0);
+Value one_hot(const Value& labels, int64_t n, DType dtype = DType::f32);
+
+// ---- ML helpers --------------------------------------------------------
+Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+Value softmax(const Value& x, int64_t axis = -1);
+Value log_softmax(const Value& x, int64_t axis = -1);
+
+}  // namespace drx

@@ -1,0 +1,82 @@
+#pragma once
+#include <memory>
+#include <unordered_map>
+#include <string>
+#include <vector>
+
+#include "drx/ir/program.h"
+#include "drx/trace/function.h"
+
+namespace drx {
+
+// Traces a function of Values on inputs of the given types (one per Value
+// argument; a std::vector<Value> argument takes all remaining types).
+Program trace(const TreeFn& fn, const std::vector<Type>& in_types, const std::string& name = "main");
+template <class F>
+Program trace(F f, const std::vector<Type>& in_types, const std::string& name = "main") {
+  return trace(erase(std::move(f)), in_types, name);
+}
+
+// Runs any program on concrete arrays (checks their number, dtypes and shapes).
+std::vector<Array> run(const Program& program, const std::vector<Array>& args);
+
+// The compile cache behind jit: one compiled program per input signature.
+class JitCache {
+ public:
+  explicit JitCache(TreeFn fn) : fn_(std::move(fn)) {}
+  // Arguments and result as trees of Arrays.
+  Tree call(const std::vector<Tree>& args);
+  int trace_count() const { return trace_count_; }
+  size_t cache_size() const { return entries_.size(); }
+  // The compiled program for the most recent call (for inspection).
+  const Program& last_program() const;
+
+ private:
+  struct Entry {
+    std::string key;
+    Program program;
+    Tree out_structure;
+  };
+  TreeFn fn_;
+  std::unordered_map<std::string, Entry> entries_;
+  const Entry* last_ = nullptr;
+  int trace_count_ = 0;
+};
+
+// A compiled function over concrete Arrays (Value -> Array, std::vector<Value>
+// -> std::vector<Array>, Tree -> Tree of Arrays).
+template <class Sig>
+class Jitted;
+template <class R, class... A>
+class Jitted<R(A...)> {
+ public:
+  explicit Jitted(TreeFn fn) : cache_(std::make_shared<JitCache>(std::move(fn))) {}
+  concrete_t<R> operator()(const concrete_t<A>&... args) const {
+    return from_tree<concrete_t<R>>(cache_->call({to_tree(args)...}));
+  }
+  // Dynamic form: the number of arguments is checked at run time.
+  Tree call(const std::vector<Tree>& args) const {
+    if (args.size() != sizeof...(A)) throw_arity("jit", sizeof...(A), args.size());
+    return cache_->call(args);
+  }
+  int trace_count() const { return cache_->trace_count(); }
+  size_t cache_size() const { return cache_->cache_size(); }
+  const Program& last_program() const { return cache_->last_program(); }
+
+ private:
+  std::shared_ptr<JitCache> cache_;
+};
+
+namespace detail {
+template <class R, class... A>
+using JittedOf = Jitted<R(A...)>;
+}  // namespace detail
+
+template <class F>
+auto jit(F f) {
+  using S = Signature<F>;
+  using J = typename S::template apply<detail::JittedOf>;
+  return J(erase(std::move(f)));
+}
+
+}  // namespace drx

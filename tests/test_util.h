@@ -1,0 +1,64 @@
+#pragma once
+// Shared helpers for the test suite: reference comparisons and random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "drx/drx.h"
+
+namespace drx::testing {
+
+// Every element of `got` (any dtype) equals `want` within atol + rtol*|want|.
+inline ::testing::AssertionResult ArrayNear(const Array& got, const std::vector<double>& want,
+                                            double rtol = 1e-6, double atol = 1e-6) {
+  if (got.size() != static_cast<int64_t>(want.size()))
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (int64_t i = 0; i < got.size(); ++i) {
+    double g = got.element_as_double(i), w = want[static_cast<size_t>(i)];
+    if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= atol + rtol * std::abs(w)))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << g << ", want " << w << " (array " << got.str()
+             << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline Array f64_array(const std::vector<double>& v, Shape shape) {
+  return Array::from_vector<double>(v, std::move(shape));
+}
+inline Array f32_array(const std::vector<float>& v, Shape shape) {
+  return Array::from_vector<float>(v, std::move(shape));
+}
+
+// Uniform random array in [lo, hi) (integers: floor), reproducible from seed.
+inline Array random_array(const Shape& shape, DType dtype, uint64_t seed, double lo = -1.0,
+                          double hi = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Array a(dtype, shape);
+  dispatch_dtype(dtype, [&](auto t) {
+    using T = decltype(t);
+    T* p = a.data<T>();
+    for (int64_t i = 0; i < a.size(); ++i) {
+      double x = dist(rng);
+      if constexpr (std::is_same_v<T, uint8_t>)
+        p[i] = x > 0.5 * (lo + hi) ? 1 : 0;
+      else if constexpr (std::is_integral_v<T>)
+        p[i] = static_cast<T>(std::floor(x));
+      else
+        p[i] = static_cast<T>(x);
+    }
+  });
+  return a;
+}
+
+// All elements as doubles.
+inline std::vector<double> to_doubles(const Array& a) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < a.size(); ++i) v.push_back(a.element_as_double(i));
+  return v;
+}
+
+}  // namespace drx::testing
