@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it: install packages, build with warnings as
+# errors, run every test (unit tests, CLI, and the install test against an
+# outside project). With DRX_SANITIZE_CI=1 (the default when CI=true) it also
+# builds an ASan+UBSan tree in build-asan and runs the unit tests there.
+# Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs="${DRX_JOBS:-$(nproc)}"
+if [[ "${CI:-}" == "true" ]]; then sanitize_default=1; else sanitize_default=0; fi
+sanitize="${DRX_SANITIZE_CI:-$sanitize_default}"
+
+stage() { printf '\n== %s (%ds)\n' "$1" "$SECONDS"; }
+
+stage "setup"
+bash scripts/setup.sh
+
+stage "configure + build (build/, -Werror)"
+cmake -S . -B build -G Ninja -DDRX_WERROR=ON
+cmake --build build -j "$jobs"
+
+stage "tests (ctest: unit, cli, install)"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+if [[ "$sanitize" == "1" ]]; then
+  stage "sanitizers (build-asan/, ASan+UBSan)"
+  cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake --build build-asan -j "$jobs" --target drx_tests drx_cli
+  # One process for the whole suite: ASan start-up per test would dominate.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ./build-asan/drx_tests --gtest_brief=1
+  ASAN_OPTIONS=detect_leaks=1 ./build-asan/drx demo >/dev/null
+fi
+
+stage "all checks passed"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs drx from a build tree into a fresh prefix, then builds and runs an
+# outside project against it with find_package(drx CONFIG REQUIRED), as a user would.
+#   usage: tests/install/run.sh [BUILD_DIR]      (default: ./build)
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+build="$(cd "${1:-$here/../../build}" && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/drx-install-test.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" || {
+  cat "$work/install.log" >&2
+  exit 1
+}
+for f in include/drx/drx.h bin/drx lib/cmake/drx/drxConfig.cmake; do
+  [[ -e "$prefix/$f" ]] || { echo "install test: $prefix/$f was not installed" >&2; exit 1; }
+done
+ls "$prefix"/lib*/libdrx.a >/dev/null || { echo "install test: libdrx.a was not installed" >&2; exit 1; }
+
+# The outside project sees only the prefix: no include path or target from the source tree.
+cmake -S "$here/app" -B "$work/app-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" || { cat "$work/configure.log" >&2; exit 1; }
+cmake --build "$work/app-build" || exit 1
+"$work/app-build/drx_install_app"
+
+# The installed tool runs too.
+"$prefix/bin/drx" help >/dev/null
+echo "install test: OK (prefix $prefix)"
