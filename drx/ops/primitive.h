@@ -10,7 +10,6 @@
 
 namespace drx {
 
-using Values = std::vector<Value>;
 // A tangent or cotangent; std::nullopt is a symbolic zero (never materialised).
 using MaybeValue = std::optional<Value>;
 using MaybeValues = std::vector<MaybeValue>;

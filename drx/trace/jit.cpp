@@ -2,7 +2,7 @@
 
 #include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 
 namespace drx {
@@ -12,24 +12,12 @@ void throw_arity(const char* what, size_t expected, size_t got) {
               (got == 1 ? "" : "s") + ", expected " + std::to_string(expected));
 }
 
-namespace {
-// A leaf given as an Array inside a trace becomes a constant.
-Value leaf_value(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::array ? constant(leaf.array()) : leaf.value();
-}
-
-std::vector<Value> output_values(const Tree& out) {
-  std::vector<Value> vs;
-  for (const Tree& l : tree_leaves(out)) vs.push_back(leaf_value(l));
-  return vs;
-}
-}  // namespace
 
 Program trace(const TreeFn& fn, const std::vector<Type>& in_types, const std::string& name) {
   TraceScope scope;
   std::vector<Tree> args;
   for (const Type& t : in_types) args.emplace_back(scope.add_input(t));
-  Program p = scope.finish(output_values(fn(args)));
+  Program p = scope.finish(leaf_values(fn(args)));
   p.name = name;
   return p;
 }
@@ -66,13 +54,11 @@ Tree JitCache::call(const std::vector<Tree>& args) {
   if (auto it = entries_.find(key); it != entries_.end()) entry = &it->second;
   if (!entry) {
     ++trace_count_;
-    TraceScope scope;
-    std::vector<Tree> inputs;
-    for (const Array& a : arrays) inputs.emplace_back(scope.add_input(Type(a.dtype(), a.shape())));
-    Tree in_values = tree_unflatten(in, inputs);
-    Tree out = fn_(in_values.children());
-    Program p = scope.finish(output_values(out));
-    p.name = "jit";
+    std::vector<Type> types;
+    for (const Array& a : arrays) types.emplace_back(a.dtype(), a.shape());
+    TracedFn t = trace_tree_fn(fn_, args, types, "jit");
+    Program p = std::move(t.program);
+    Tree out = std::move(t.out_structure);
     entry = &entries_.emplace(key, Entry{key, simplify(p), out}).first->second;
   }
   last_ = entry;

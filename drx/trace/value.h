@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "drx/ir/type.h"
 
@@ -30,5 +31,7 @@ class Value {
   std::shared_ptr<TraceState> trace_;
   int id_ = -1;
 };
+
+using Values = std::vector<Value>;
 
 }  // namespace drx

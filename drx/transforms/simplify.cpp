@@ -1,5 +1,8 @@
 #include "drx/transforms/simplify.h"
 
+#include <map>
+#include <optional>
+
 #include "drx/ops/primitive.h"
 
 namespace drx {
@@ -23,6 +26,138 @@ Program eliminate_dead_code(const Program& p) {
   return out;
 }
 
-Program simplify(const Program& p) { return eliminate_dead_code(p); }
+namespace {
+
+// Constants folded at compile time stay small so programs stay readable.
+constexpr int64_t kMaxFoldedElements = 64;
+
+class Simplifier {
+ public:
+  explicit Simplifier(const Program& p) : in_(p), alias_(p.var_types.size()) {
+    for (size_t v = 0; v < alias_.size(); ++v) alias_[v] = static_cast<int>(v);
+    out_ = p;
+    out_.eqns.clear();
+  }
+
+  Program run() {
+    for (const Eqn& e0 : in_.eqns) {
+      Eqn e = e0;
+      for (int& v : e.ins) v = alias_[static_cast<size_t>(v)];
+      if (e.outs.size() == 1) {
+        if (std::optional<int> same = algebraic_identity(e)) {
+          alias_[static_cast<size_t>(e.outs[0])] = *same;
+          continue;
+        }
+        fold_constants(e);
+      }
+      if (std::optional<const Eqn*> prev = find_common(e)) {
+        for (size_t i = 0; i < e.outs.size(); ++i)
+          alias_[static_cast<size_t>(e.outs[i])] = (*prev)->outs[i];
+        continue;
+      }
+      record(e);
+    }
+    for (int& v : out_.outputs) v = alias_[static_cast<size_t>(v)];
+    return eliminate_dead_code(out_);
+  }
+
+ private:
+  // The single value of a constant whose elements are all equal, if v is one
+  // (directly or broadcast from a scalar constant).
+  std::optional<double> splat(int v) const {
+    auto it = constants_.find(v);
+    if (it == constants_.end()) return std::nullopt;
+    const Array& a = it->second;
+    if (a.size() == 0) return std::nullopt;
+    double first = a.element_as_double(0);
+    for (int64_t i = 1; i < a.size(); ++i)
+      if (a.element_as_double(i) != first) return std::nullopt;
+    return first;
+  }
+
+  const Type& type(int v) const { return in_.type_of(v); }
+
+  // x*1, 1*x, x/1, x+0, 0+x, x-0, no-op reshapes/transposes/converts/broadcasts.
+  std::optional<int> algebraic_identity(const Eqn& e) const {
+    const std::string& n = e.prim->name();
+    const Type& out = type(e.outs[0]);
+    auto same_type = [&](int v) { return type(v) == out; };
+    if (e.ins.size() == 2) {
+      int a = e.ins[0], b = e.ins[1];
+      std::optional<double> sa = splat(a), sb = splat(b);
+      if ((n == "mul" && sb == 1.0) || (n == "div" && sb == 1.0) || (n == "add" && sb == 0.0) ||
+          (n == "sub" && sb == 0.0))
+        if (same_type(a)) return a;
+      if ((n == "mul" && sa == 1.0) || (n == "add" && sa == 0.0))
+        if (same_type(b)) return b;
+    }
+    if (e.ins.size() == 1 && same_type(e.ins[0]) &&
+        (n == "reshape" || n == "transpose" || n == "convert" || n == "broadcast_in_dim"))
+      return e.ins[0];
+    return std::nullopt;
+  }
+
+  // Evaluates a pure equation whose inputs are all small constants.
+  void fold_constants(Eqn& e) {
+    if (!e.prim->is_pure() || e.prim->name() == "constant") return;
+    std::vector<Array> args;
+    for (int v : e.ins) {
+      auto it = constants_.find(v);
+      if (it == constants_.end()) return;
+      args.push_back(it->second);
+    }
+    if (type(e.outs[0]).size() > kMaxFoldedElements) return;
+    for (const auto& [k, attr] : e.params.items())
+      if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return;
+    std::vector<Array> result;
+    try {
+      result = e.prim->eval(args, e.params);
+    } catch (const Error&) {
+      return;  // leave a data-dependent failure to run time, where it is reported
+    }
+    static const Primitive& constant = primitive("constant");
+    e.prim = &constant;
+    e.ins.clear();
+    e.params = Params{{"value", result[0]}};
+  }
+
+  std::optional<const Eqn*> find_common(const Eqn& e) const {
+    if (!e.prim->is_pure()) return std::nullopt;
+    auto range = by_key_.equal_range(key(e));
+    for (auto it = range.first; it != range.second; ++it) {
+      const Eqn& prev = out_.eqns[it->second];
+      if (prev.params == e.params) return &prev;
+    }
+    return std::nullopt;
+  }
+
+  static std::string key(const Eqn& e) {
+    std::string k = e.prim->name();
+    for (int v : e.ins) k += "," + std::to_string(v);
+    return k;
+  }
+
+  void record(const Eqn& e) {
+    if (e.prim->name() == "constant")
+      constants_[e.outs[0]] = e.params.get_array("value", "constant");
+    by_key_.emplace(key(e), out_.eqns.size());
+    out_.eqns.push_back(e);
+  }
+
+  const Program& in_;
+  Program out_;
+  std::vector<int> alias_;
+  std::map<int, Array> constants_;
+  std::multimap<std::string, size_t> by_key_;
+};
+
+}  // namespace
+
+Program simplify(const Program& p) {
+  Program cur = Simplifier(p).run();
+  // A second pass catches identities exposed by folding and CSE.
+  Program next = Simplifier(cur).run();
+  return next;
+}
 
 }  // namespace drx

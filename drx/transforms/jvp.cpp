@@ -1,0 +1,62 @@
+#include "drx/ops/ops.h"
+#include "drx/trace/trace.h"
+#include "drx/transforms/transforms.h"
+
+namespace drx {
+
+Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tangents,
+                MaybeValues& out_tangents) {
+  std::vector<Value> env(p.var_types.size());
+  std::vector<MaybeValue> tan(p.var_types.size());
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    env[static_cast<size_t>(p.inputs[i])] = primals[i];
+    if (carries_derivative(p.type_of(p.inputs[i]))) tan[static_cast<size_t>(p.inputs[i])] = tangents[i];
+  }
+  Values ins;
+  MaybeValues tins;
+  for (const Eqn& e : p.eqns) {
+    ins.clear();
+    tins.clear();
+    bool any_tangent = false;
+    for (int v : e.ins) {
+      ins.push_back(env[static_cast<size_t>(v)]);
+      tins.push_back(tan[static_cast<size_t>(v)]);
+      any_tangent = any_tangent || tins.back().has_value();
+    }
+    Values outs = emit(*e.prim, ins, e.params);
+    for (size_t i = 0; i < outs.size(); ++i) env[static_cast<size_t>(e.outs[i])] = outs[i];
+    if (!any_tangent) continue;
+    MaybeValues touts = e.prim->jvp(ins, tins, outs, e.params);
+    if (touts.size() != outs.size())
+      throw Error("internal: jvp rule of " + e.prim->name() + " returned " +
+                  std::to_string(touts.size()) + " tangents for " + std::to_string(outs.size()) +
+                  " outputs");
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (carries_derivative(outs[i].type())) tan[static_cast<size_t>(e.outs[i])] = touts[i];
+  }
+  Values result;
+  out_tangents.clear();
+  for (int v : p.outputs) {
+    result.push_back(env[static_cast<size_t>(v)]);
+    out_tangents.push_back(tan[static_cast<size_t>(v)]);
+  }
+  return result;
+}
+
+Program jvp_program(const Program& p) {
+  TraceScope scope;
+  Values primals;
+  MaybeValues tangents;
+  for (int v : p.inputs) primals.push_back(scope.add_input(p.type_of(v)));
+  for (int v : p.inputs) tangents.push_back(scope.add_input(p.type_of(v)));
+  MaybeValues out_tangents;
+  Values outs = jvp_emit(p, primals, tangents, out_tangents);
+  for (size_t i = 0; i < out_tangents.size(); ++i)
+    outs.push_back(out_tangents[i] ? *out_tangents[i] : zeros_like(outs[i]));
+  Program r = scope.finish(outs);
+  r.name = p.name + "_jvp";
+  r.placements = p.placements;
+  return r;
+}
+
+}  // namespace drx

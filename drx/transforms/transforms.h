@@ -1,0 +1,43 @@
+#pragma once
+// Program-to-Program transformations. Each is also available as an "emit"
+// form that replays the transformed program into the current trace, which is
+// how the function-level API (drx/transforms/api.h) composes them.
+#include <optional>
+#include <vector>
+
+#include "drx/ir/program.h"
+#include "drx/ops/primitive.h"
+
+namespace drx {
+
+// Forward mode. Inputs: p's inputs, then one tangent per input (same type).
+// Outputs: p's outputs, then one tangent per output. Integer and bool values
+// carry no tangent (their tangent inputs are ignored, outputs are zeros).
+Program jvp_program(const Program& p);
+// Reverse mode. Inputs: p's inputs, then one cotangent per output. Outputs:
+// p's outputs, then one cotangent per input (zeros for integer/bool inputs).
+Program vjp_program(const Program& p);
+// Batching. Inputs flagged in `batched` gain a leading axis of `batch_size`;
+// every output gains a leading axis of `batch_size`.
+Program vmap_program(const Program& p, const std::vector<bool>& batched, int64_t batch_size);
+
+// ---- emit forms: act on Values of the current trace ----------------------
+// Replays p on `primals` and returns its outputs; `out_tangents` receives the
+// outputs' tangents (nullopt = zero).
+Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tangents,
+                MaybeValues& out_tangents);
+// Replays p on `primals`, then pulls `out_cotangents` back; returns the
+// cotangent of each input with wrt[i] set (nullopt = zero or not requested).
+MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
+                     const std::vector<bool>& wrt, Values& outs);
+// Replays p with batched inputs (batch at axis 0).
+std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins,
+                               int64_t batch_size);
+
+// v with a leading batch axis of `batch_size` (a broadcast, no copy in the IR).
+Value broadcast_batch(const Value& v, int64_t batch_size);
+
+// A tangent or cotangent may flow only through floating-point values.
+inline bool carries_derivative(const Type& t) { return is_floating(t.dtype); }
+
+}  // namespace drx

@@ -1,0 +1,85 @@
+#include "drx/ops/ops.h"
+#include "drx/trace/trace.h"
+#include "drx/transforms/transforms.h"
+
+namespace drx {
+
+namespace {
+void accumulate(MaybeValue& slot, const MaybeValue& ct) {
+  if (!ct) return;
+  slot = slot ? add(*slot, *ct) : *ct;
+}
+}  // namespace
+
+MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
+                     const std::vector<bool>& wrt, Values& outs) {
+  const size_t n = p.var_types.size();
+  std::vector<Value> env(n);
+  // Only values that depend on a requested input need cotangents.
+  std::vector<char> active(n, 0);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    env[static_cast<size_t>(p.inputs[i])] = primals[i];
+    active[static_cast<size_t>(p.inputs[i])] = wrt[i] && carries_derivative(p.type_of(p.inputs[i]));
+  }
+  std::vector<Values> eqn_ins(p.eqns.size()), eqn_outs(p.eqns.size());
+  for (size_t k = 0; k < p.eqns.size(); ++k) {
+    const Eqn& e = p.eqns[k];
+    bool any_active = false;
+    for (int v : e.ins) {
+      eqn_ins[k].push_back(env[static_cast<size_t>(v)]);
+      any_active = any_active || active[static_cast<size_t>(v)];
+    }
+    eqn_outs[k] = emit(*e.prim, eqn_ins[k], e.params);
+    for (size_t i = 0; i < e.outs.size(); ++i) {
+      env[static_cast<size_t>(e.outs[i])] = eqn_outs[k][i];
+      active[static_cast<size_t>(e.outs[i])] =
+          any_active && carries_derivative(p.type_of(e.outs[i]));
+    }
+  }
+  outs.clear();
+  for (int v : p.outputs) outs.push_back(env[static_cast<size_t>(v)]);
+
+  std::vector<MaybeValue> ct(n);
+  for (size_t i = 0; i < p.outputs.size(); ++i)
+    if (active[static_cast<size_t>(p.outputs[i])])
+      accumulate(ct[static_cast<size_t>(p.outputs[i])], out_cotangents[i]);
+  for (size_t k = p.eqns.size(); k-- > 0;) {
+    const Eqn& e = p.eqns[k];
+    MaybeValues cts;
+    bool any = false;
+    for (int o : e.outs) {
+      cts.push_back(ct[static_cast<size_t>(o)]);
+      any = any || cts.back().has_value();
+    }
+    if (!any) continue;
+    MaybeValues in_cts = e.prim->vjp(eqn_ins[k], eqn_outs[k], cts, e.params);
+    if (in_cts.size() != e.ins.size())
+      throw Error("internal: vjp rule of " + e.prim->name() + " returned " +
+                  std::to_string(in_cts.size()) + " cotangents for " +
+                  std::to_string(e.ins.size()) + " inputs");
+    for (size_t i = 0; i < e.ins.size(); ++i)
+      if (active[static_cast<size_t>(e.ins[i])]) accumulate(ct[static_cast<size_t>(e.ins[i])], in_cts[i]);
+  }
+  MaybeValues result;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    result.push_back(wrt[i] ? ct[static_cast<size_t>(p.inputs[i])] : std::nullopt);
+  return result;
+}
+
+Program vjp_program(const Program& p) {
+  TraceScope scope;
+  Values primals;
+  MaybeValues cts;
+  for (int v : p.inputs) primals.push_back(scope.add_input(p.type_of(v)));
+  for (int v : p.outputs) cts.push_back(scope.add_input(p.type_of(v)));
+  Values outs;
+  MaybeValues in_cts = vjp_emit(p, primals, cts, std::vector<bool>(p.inputs.size(), true), outs);
+  for (size_t i = 0; i < in_cts.size(); ++i)
+    outs.push_back(in_cts[i] ? *in_cts[i] : zeros_like(primals[i]));
+  Program r = scope.finish(outs);
+  r.name = p.name + "_vjp";
+  r.placements = p.placements;
+  return r;
+}
+
+}  // namespace drx

@@ -1,0 +1,66 @@
+#include "drx/ops/ops.h"
+#include "drx/trace/trace.h"
+#include "drx/transforms/transforms.h"
+
+namespace drx {
+
+Value broadcast_batch(const Value& v, int64_t batch_size) {
+  Shape shape = v.shape();
+  shape.insert(shape.begin(), batch_size);
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < v.ndim(); ++i) dims.push_back(i + 1);
+  return broadcast_in_dim(v, shape, dims);
+}
+
+std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins,
+                               int64_t batch_size) {
+  std::vector<Batched> env(p.var_types.size());
+  for (size_t i = 0; i < p.inputs.size(); ++i) env[static_cast<size_t>(p.inputs[i])] = ins[i];
+  std::vector<Batched> args;
+  for (const Eqn& e : p.eqns) {
+    args.clear();
+    bool any = false;
+    for (int v : e.ins) {
+      args.push_back(env[static_cast<size_t>(v)]);
+      any = any || args.back().batched;
+    }
+    std::vector<Batched> outs;
+    if (!any) {
+      Values plain;
+      for (const Batched& b : args) plain.push_back(b.value);
+      for (const Value& v : emit(*e.prim, plain, e.params)) outs.push_back({v, false});
+    } else {
+      outs = e.prim->vmap(args, batch_size, e.params);
+      if (outs.size() != e.outs.size())
+        throw Error("internal: vmap rule of " + e.prim->name() + " returned " +
+                    std::to_string(outs.size()) + " outputs, expected " +
+                    std::to_string(e.outs.size()));
+    }
+    for (size_t i = 0; i < outs.size(); ++i) env[static_cast<size_t>(e.outs[i])] = outs[i];
+  }
+  std::vector<Batched> result;
+  for (int v : p.outputs) result.push_back(env[static_cast<size_t>(v)]);
+  return result;
+}
+
+Program vmap_program(const Program& p, const std::vector<bool>& batched, int64_t batch_size) {
+  if (batched.size() != p.inputs.size())
+    throw Error("vmap_program: " + std::to_string(batched.size()) + " batch flags for " +
+                std::to_string(p.inputs.size()) + " inputs");
+  TraceScope scope;
+  std::vector<Batched> ins;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    Type t = p.type_of(p.inputs[i]);
+    if (batched[i]) t.shape.insert(t.shape.begin(), batch_size);
+    ins.push_back({scope.add_input(t), batched[i]});
+  }
+  Values outs;
+  for (const Batched& b : vmap_emit(p, ins, batch_size))
+    outs.push_back(b.batched ? b.value : broadcast_batch(b.value, batch_size));
+  Program r = scope.finish(outs);
+  r.name = p.name + "_vmap";
+  r.placements = p.placements;
+  return r;
+}
+
+}  // namespace drx
