@@ -1,8 +1,275 @@
+// Indexing primitives: take (gather along one axis) and its transpose
+// scatter_add, plus the one_hot composite.
+//
+// Index semantics (both primitives): an index i along an axis of size n is
+// valid for -n <= i < n; negative indices wrap numpy-style (i + n). Anything
+// else throws drx::Error at evaluation, naming the index and the axis size.
+#include <algorithm>
+#include <numeric>
+
 #include "drx/ops/families.h"
+#include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
 
 namespace drx {
+namespace {
 
-void register_indexing(Registry&) {}
+void check_indices_type(const std::string& op, const Type& t) {
+  if (t.dtype != DType::i32 && t.dtype != DType::i64)
+    throw TypeError(op + ": indices must be i32 or i64, got " + t.str());
+}
+
+int64_t check_axis(const std::string& op, const Type& x, const Params& p) {
+  const int64_t axis = p.get_int("axis", op);
+  if (axis < 0 || axis >= x.ndim())
+    throw TypeError(op + ": axis " + std::to_string(axis) + " is out of range for operand " +
+                    x.str());
+  return axis;
+}
+
+// x.shape[:axis] + indices.shape + x.shape[axis+1:]
+Shape gathered_shape(const Shape& x, const Shape& idx, int64_t axis) {
+  Shape s(x.begin(), x.begin() + axis);
+  s.insert(s.end(), idx.begin(), idx.end());
+  s.insert(s.end(), x.begin() + axis + 1, x.end());
+  return s;
+}
+
+// Indices as validated, wrapped int64 positions along an axis of size n.
+std::vector<int64_t> read_indices(const std::string& op, const Array& idx, int64_t n,
+                                  int64_t axis) {
+  std::vector<int64_t> out(static_cast<size_t>(idx.size()));
+  auto convert = [&](auto t) {
+    using T = decltype(t);
+    const T* src = idx.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t v = static_cast<int64_t>(src[i]);
+      if (v < -n || v >= n)
+        throw Error(op + ": index " + std::to_string(v) + " is out of range for axis " +
+                    std::to_string(axis) + " of size " + std::to_string(n) + " (valid: -" +
+                    std::to_string(n) + " <= index < " + std::to_string(n) + ")");
+      out[i] = v < 0 ? v + n : v;
+    }
+  };
+  if (idx.dtype() == DType::i32)
+    convert(int32_t{});
+  else
+    convert(int64_t{});
+  return out;
+}
+
+// outer = prod(x.shape[:axis]), inner = prod(x.shape[axis+1:])
+std::pair<int64_t, int64_t> outer_inner(const Shape& x, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < x.size(); ++d) inner *= x[d];
+  return {outer, inner};
+}
+
+// Moves axis `from` of x to position `to`.
+Value move_axis(const Value& x, int64_t from, int64_t to) {
+  std::vector<int64_t> perm(static_cast<size_t>(x.ndim()));
+  std::iota(perm.begin(), perm.end(), 0);
+  perm.erase(perm.begin() + from);
+  perm.insert(perm.begin() + to, from);
+  return transpose(x, perm);
+}
+
+Value batch_broadcast(const Batched& v, int64_t b) {
+  if (v.batched) return v.value;
+  Shape s{b};
+  s.insert(s.end(), v.value.shape().begin(), v.value.shape().end());
+  std::vector<int64_t> dims(v.value.shape().size());
+  std::iota(dims.begin(), dims.end(), 1);
+  return broadcast_in_dim(v.value, s, dims);
+}
+
+// Batched x [B, ..., n, ...] and batched indices [B, ...] folded into one
+// unbatched gather/scatter: the batch axis of x moves next to `axis` and merges
+// with it (size B*n), and batch b's indices are offset by b*n. Indices that are
+// out of range for n are mapped to B*n so that evaluation still rejects them
+// (the message then names the merged axis).
+struct Folded {
+  Value x;        // x.shape[:axis] + [B*n] + x.shape[axis+1:]
+  Value indices;  // same shape as the batched indices
+};
+Folded fold_batch(const Value& xb, const Value& ib, int64_t axis, int64_t b) {
+  const int64_t n = xb.shape()[static_cast<size_t>(axis + 1)];
+  Value xm = move_axis(xb, 0, axis);
+  Shape s = xm.shape();
+  s[static_cast<size_t>(axis)] = b * n;
+  s.erase(s.begin() + axis + 1);
+  xm = reshape(xm, s);
+  DType it = ib.dtype();
+  Value nn = scalar_like(ib, static_cast<double>(n));
+  Value valid = where(greater_equal(ib, -nn), less(ib, nn), fill(ib.shape(), 0.0, DType::bool_));
+  Value wrapped = where(less(ib, scalar_like(ib, 0.0)), ib + nn, ib);
+  Value offset = iota(ib.shape(), 0, it) * nn;
+  Value idx = where(valid, wrapped + offset, fill(ib.shape(), static_cast<double>(b * n), it));
+  return {xm, idx};
+}
+
+// Splits the merged axis of a folded result back into [B, n] and moves B to the front.
+Value unfold_batch(const Value& y, int64_t axis, int64_t b, int64_t n) {
+  Shape s = y.shape();
+  s[static_cast<size_t>(axis)] = n;
+  s.insert(s.begin() + axis, b);
+  return move_axis(reshape(y, s), axis, 0);
+}
+
+// ---------------------------------------------------------------------------
+class TakePrim : public Primitive {
+ public:
+  TakePrim() : Primitive("take") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 2)
+      throw TypeError("take: expected 2 operands (x, indices), got " + std::to_string(ins.size()));
+    check_indices_type(name(), ins[1]);
+    int64_t axis = check_axis(name(), ins[0], p);
+    return {Type(ins[0].dtype, gathered_shape(ins[0].shape, ins[1].shape, axis), ins[0].placement)};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const Array& x = ins[0];
+    const int64_t axis = p.get_int("axis", name());
+    const int64_t n = x.shape()[static_cast<size_t>(axis)];
+    std::vector<int64_t> idx = read_indices(name(), ins[1], n, axis);
+    Array out(x.dtype(), gathered_shape(x.shape(), ins[1].shape(), axis));
+    auto [outer, inner] = outer_inner(x.shape(), axis);
+    const auto m = static_cast<int64_t>(idx.size());
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* src = x.data<T>();
+      T* dst = out.data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < m; ++j) {
+          const T* s = src + (o * n + idx[static_cast<size_t>(j)]) * inner;
+          std::copy(s, s + inner, dst + (o * m + j) * inner);
+        }
+    });
+    return {out};
+  }
+  MaybeValues jvp(const Values& in, const MaybeValues& t, const Values&,
+                  const Params& p) const override {
+    if (!t[0]) return {std::nullopt};
+    return {take(*t[0], in[1], p.get_int("axis", name()))};
+  }
+  MaybeValues vjp(const Values& in, const Values&, const MaybeValues& ct,
+                  const Params& p) const override {
+    if (!ct[0] || !is_floating(in[0].dtype())) return {std::nullopt, std::nullopt};
+    return {scatter_add(zeros_like(in[0]), in[1], *ct[0], p.get_int("axis", name())), std::nullopt};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t b,
+                            const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    const Batched &x = ins[0], &idx = ins[1];
+    if (!idx.batched) return {{take(x.value, idx.value, x.batched ? axis + 1 : axis), x.batched}};
+    if (!x.batched) {
+      // The batch of the indices lands at position `axis` of the result.
+      return {{move_axis(take(x.value, idx.value, axis), axis, 0), true}};
+    }
+    Folded f = fold_batch(x.value, idx.value, axis, b);
+    return {{move_axis(take(f.x, f.indices, axis), axis, 0), true}};
+  }
+};
+
+class ScatterAddPrim : public Primitive {
+ public:
+  ScatterAddPrim() : Primitive("scatter_add") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 3)
+      throw TypeError("scatter_add: expected 3 operands (x, indices, updates), got " +
+                      std::to_string(ins.size()));
+    const Type &x = ins[0], &idx = ins[1], &upd = ins[2];
+    check_indices_type(name(), idx);
+    int64_t axis = check_axis(name(), x, p);
+    if (x.dtype == DType::bool_)
+      throw TypeError("scatter_add: operand " + x.str() + " must be numeric, not bool");
+    Shape want = gathered_shape(x.shape, idx.shape, axis);
+    if (upd.dtype != x.dtype || upd.shape != want)
+      throw TypeError("scatter_add: updates " + upd.str() + " do not fit operand " + x.str() +
+                      " and indices " + idx.str() + " along axis " + std::to_string(axis) +
+                      " (expected " + Type(x.dtype, want).str() + ")");
+    return {x};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const Array &x = ins[0], &upd = ins[2];
+    const int64_t axis = p.get_int("axis", name());
+    const int64_t n = x.shape()[static_cast<size_t>(axis)];
+    std::vector<int64_t> idx = read_indices(name(), ins[1], n, axis);
+    Array out(x.dtype(), x.shape());
+    auto [outer, inner] = outer_inner(x.shape(), axis);
+    const auto m = static_cast<int64_t>(idx.size());
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      T* dst = out.data<T>();
+      std::copy(x.data<T>(), x.data<T>() + x.size(), dst);
+      const T* u = upd.data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < m; ++j) {
+          T* d = dst + (o * n + idx[static_cast<size_t>(j)]) * inner;
+          const T* s = u + (o * m + j) * inner;
+          for (int64_t k = 0; k < inner; ++k) d[k] = static_cast<T>(d[k] + s[k]);
+        }
+    });
+    return {out};
+  }
+  MaybeValues jvp(const Values& in, const MaybeValues& t, const Values&,
+                  const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    if (!t[2]) return {t[0]};
+    return {scatter_add(t[0] ? *t[0] : zeros_like(in[0]), in[1], *t[2], axis)};
+  }
+  MaybeValues vjp(const Values& in, const Values&, const MaybeValues& ct,
+                  const Params& p) const override {
+    if (!ct[0] || !is_floating(in[0].dtype())) return {std::nullopt, std::nullopt, std::nullopt};
+    return {ct[0], std::nullopt, take(*ct[0], in[1], p.get_int("axis", name()))};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t b,
+                            const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    const Batched &x = ins[0], &idx = ins[1], &upd = ins[2];
+    if (!x.batched && !idx.batched && !upd.batched)
+      return {{scatter_add(x.value, idx.value, upd.value, axis), false}};
+    Value xb = batch_broadcast(x, b), ub = batch_broadcast(upd, b);
+    if (!idx.batched) return {{scatter_add(xb, idx.value, ub, axis + 1), true}};
+    // Updates [B] + x[:axis] + I + rest become x[:axis] + [B] + I + rest, which is
+    // exactly the gathered shape of the folded operand with indices [B] + I.
+    Folded f = fold_batch(xb, idx.value, axis, b);
+    Value y = scatter_add(f.x, f.indices, move_axis(ub, 0, axis), axis);
+    return {{unfold_batch(y, axis, b, xb.shape()[static_cast<size_t>(axis + 1)]), true}};
+  }
+};
+
+}  // namespace
+
+void register_indexing(Registry& r) {
+  r.add(std::make_unique<TakePrim>());
+  r.add(std::make_unique<ScatterAddPrim>());
+}
+
+Value take(const Value& x, const Value& indices, int64_t axis) {
+  static const Primitive& p = primitive("take");
+  if (x.ndim() == 0) throw TypeError("take: operand " + x.type().str() + " is a scalar");
+  int64_t a = normalize_axis(axis, x.ndim(), "take");
+  return emit1(p, {x, indices}, Params{{"axis", a}});
+}
+
+Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis) {
+  static const Primitive& p = primitive("scatter_add");
+  if (x.ndim() == 0) throw TypeError("scatter_add: operand " + x.type().str() + " is a scalar");
+  int64_t a = normalize_axis(axis, x.ndim(), "scatter_add");
+  return emit1(p, {x, indices, updates}, Params{{"axis", a}});
+}
+
+Value one_hot(const Value& labels, int64_t n, DType dtype) {
+  if (!is_integer(labels.dtype()))
+    throw TypeError("one_hot: labels must be integer, got " + labels.type().str());
+  if (n < 0) throw TypeError("one_hot: number of classes " + std::to_string(n) + " is negative");
+  Shape s = labels.shape();
+  s.push_back(n);
+  // Labels outside [0, n) match no class and give an all-zero row (as JAX).
+  Value classes = iota(s, labels.ndim(), labels.dtype());
+  return astype(equal(expand_dims(labels, -1), classes), dtype);
+}
 
 }  // namespace drx
