@@ -1,8 +1,254 @@
+// Unary elementwise primitives, and the helpers the whole family shares.
+//
+// Every elementwise op has a diagonal Jacobian, so one "derivative applied to
+// a tangent" function serves both jvp (applied to t) and vjp (applied to the
+// cotangent).
+#include <cmath>
+
+#include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/families.h"
-#include "drx/ops/primitive.h"
+#include "drx/ops/ops.h"
 
 namespace drx {
+namespace elementwise {
 
-void register_elementwise(Registry&) {}
+bool accepts(Domain d, DType t) {
+  switch (d) {
+    case Domain::floating:
+      return is_floating(t);
+    case Domain::numeric:
+      return t != DType::bool_;
+    case Domain::any:
+      break;
+  }
+  return true;
+}
+
+std::string domain_str(Domain d) {
+  switch (d) {
+    case Domain::floating:
+      return "a floating-point operand (f32 or f64)";
+    case Domain::numeric:
+      return "a numeric operand (f32, f64, i32 or i64)";
+    case Domain::any:
+      break;
+  }
+  return "an operand of any dtype";
+}
+
+std::string types_str(const std::vector<Type>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
+  return s;
+}
+
+void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n) {
+  if (ins.size() != n)
+    throw TypeError(op + ": expected " + std::to_string(n) + " operand(s), got " +
+                    std::to_string(ins.size()) + " (" + types_str(ins) + ")");
+}
+
+bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& out) {
+  bool any = false;
+  for (const Batched& b : ins) any = any || b.batched;
+  out.clear();
+  for (const Batched& b : ins) {
+    if (!any || b.batched) {
+      out.push_back(b.value);
+      continue;
+    }
+    Shape shape{batch_size};
+    std::vector<int64_t> dims;
+    for (int64_t i = 0; i < b.value.ndim(); ++i) {
+      shape.push_back(b.value.shape()[static_cast<size_t>(i)]);
+      dims.push_back(i + 1);
+    }
+    out.push_back(broadcast_in_dim(b.value, shape, dims));
+  }
+  return any;
+}
+
+namespace {
+
+// d op(x) applied to t, given x, y = op(x) and t. nullptr: the derivative is zero.
+using UnaryDerivative = Value (*)(const Value& x, const Value& y, const Value& t);
+
+template <class K, Domain D>
+class UnaryPrim : public Primitive {
+ public:
+  UnaryPrim(std::string name, UnaryDerivative d) : Primitive(std::move(name)), deriv_(d) {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 1);
+    if (!accepts(D, ins[0].dtype))
+      throw TypeError(name() + ": expected " + domain_str(D) + ", got " + ins[0].str() +
+                      (D == Domain::floating ? "; convert it first with drx::astype" : ""));
+    return {ins[0]};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    const Array& x = ins[0];
+    Array out(x.dtype(), x.shape());
+    dispatch<D>(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      unary_loop<T, T>(x, out, [](T v) { return static_cast<T>(K{}(v)); });
+    });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params&) const override {
+    return {apply(primals[0], outs[0], tangents[0])};
+  }
+
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
+                  const Params&) const override {
+    return {apply(primals[0], outs[0], cts[0])};
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& params) const override {
+    return {{emit1(*this, {ins[0].value}, params), ins[0].batched}};
+  }
+
+ private:
+  // Integer values carry no derivative, whatever the op.
+  MaybeValue apply(const Value& x, const Value& y, const MaybeValue& t) const {
+    if (!t || !deriv_ || !is_floating(x.dtype())) return std::nullopt;
+    return deriv_(x, y, *t);
+  }
+  UnaryDerivative deriv_;
+};
+
+template <class T>
+T wrap_neg(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return wrap_sub(T{0}, v);
+  else
+    return -v;
+}
+
+struct Neg {
+  template <class T>
+  T operator()(T v) const {
+    return wrap_neg(v);
+  }
+};
+struct Exp {
+  template <class T>
+  T operator()(T v) const {
+    return std::exp(v);
+  }
+};
+struct Log {
+  template <class T>
+  T operator()(T v) const {
+    return std::log(v);
+  }
+};
+struct Log1p {
+  template <class T>
+  T operator()(T v) const {
+    return std::log1p(v);
+  }
+};
+struct Tanh {
+  template <class T>
+  T operator()(T v) const {
+    return std::tanh(v);
+  }
+};
+// Written so that exp never overflows: for large |v| the result saturates
+// cleanly at 0 or 1 instead of producing inf/inf.
+struct Logistic {
+  template <class T>
+  T operator()(T v) const {
+    if (v >= 0) return T{1} / (T{1} + std::exp(-v));
+    T e = std::exp(v);
+    return e / (T{1} + e);
+  }
+};
+struct Sqrt {
+  template <class T>
+  T operator()(T v) const {
+    return std::sqrt(v);
+  }
+};
+struct Rsqrt {
+  template <class T>
+  T operator()(T v) const {
+    return T{1} / std::sqrt(v);
+  }
+};
+// abs(min int) wraps to min int, as in XLA.
+struct Abs {
+  template <class T>
+  T operator()(T v) const {
+    if constexpr (std::is_integral_v<T>)
+      return v < 0 ? wrap_neg(v) : v;
+    else
+      return std::abs(v);
+  }
+};
+// sign keeps 0, -0 and NaN as they are (as jnp.sign).
+struct Sign {
+  template <class T>
+  T operator()(T v) const {
+    if (v > 0) return T{1};
+    if (v < 0) return T{-1};
+    return v;
+  }
+};
+struct Sin {
+  template <class T>
+  T operator()(T v) const {
+    return std::sin(v);
+  }
+};
+struct Cos {
+  template <class T>
+  T operator()(T v) const {
+    return std::cos(v);
+  }
+};
+
+}  // namespace
+
+void register_unary(Registry& r) {
+  using D = Domain;
+  r.add(std::make_unique<UnaryPrim<Neg, D::numeric>>(
+      "neg", [](const Value&, const Value&, const Value& t) { return -t; }));
+  r.add(std::make_unique<UnaryPrim<Exp, D::floating>>(
+      "exp", [](const Value&, const Value& y, const Value& t) { return t * y; }));
+  r.add(std::make_unique<UnaryPrim<Log, D::floating>>(
+      "log", [](const Value& x, const Value&, const Value& t) { return t / x; }));
+  r.add(std::make_unique<UnaryPrim<Log1p, D::floating>>(
+      "log1p", [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); }));
+  r.add(std::make_unique<UnaryPrim<Tanh, D::floating>>(
+      "tanh", [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); }));
+  r.add(std::make_unique<UnaryPrim<Logistic, D::floating>>(
+      "logistic",
+      [](const Value&, const Value& y, const Value& t) { return t * (y * (1.0 - y)); }));
+  r.add(std::make_unique<UnaryPrim<Sqrt, D::floating>>(
+      "sqrt", [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); }));
+  // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y / x
+  r.add(std::make_unique<UnaryPrim<Rsqrt, D::floating>>(
+      "rsqrt", [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); }));
+  r.add(std::make_unique<UnaryPrim<Abs, D::numeric>>(
+      "abs", [](const Value& x, const Value&, const Value& t) { return t * sign(x); }));
+  r.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", nullptr));
+  r.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
+      "sin", [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
+  r.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
+      "cos", [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
+}
+
+}  // namespace elementwise
+
+void register_elementwise(Registry& r) {
+  elementwise::register_unary(r);
+  elementwise::register_binary(r);
+  elementwise::register_other(r);
+}
 
 }  // namespace drx

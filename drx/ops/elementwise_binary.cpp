@@ -1,0 +1,185 @@
+// Binary arithmetic primitives: add sub mul div pow maximum minimum.
+//
+// At the primitive level both operands have one type (dtype and shape); the
+// public ops (elementwise_ops.cpp) broadcast before they get here, so the
+// rules never need to sum a cotangent back down to a smaller shape.
+#include <cmath>
+
+#include "drx/ops/elementwise_kernels.h"
+#include "drx/ops/ops.h"
+
+namespace drx::elementwise {
+namespace {
+
+// The partial derivative of op(a, b) with respect to operand `i` (0 or 1),
+// applied to t (a tangent or a cotangent: the Jacobian is diagonal).
+using Partial = Value (*)(int i, const Value& a, const Value& b, const Value& y, const Value& t);
+
+template <class K>
+class BinaryPrim : public Primitive {
+ public:
+  BinaryPrim(std::string name, Partial partial) : Primitive(std::move(name)), partial_(partial) {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 2);
+    if (ins[0].dtype != ins[1].dtype || ins[0].shape != ins[1].shape)
+      throw TypeError(name() + ": operands must have the same dtype and shape, got " +
+                      types_str(ins) + " (the public drx::" + name() +
+                      " broadcasts shapes; convert dtypes with drx::astype)");
+    if (!accepts(Domain::numeric, ins[0].dtype))
+      throw TypeError(name() + ": expected numeric operands (f32, f64, i32 or i64), got " +
+                      types_str(ins));
+    return {ins[0]};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    Array out(ins[0].dtype(), ins[0].shape());
+    dispatch<Domain::numeric>(ins[0].dtype(), [&](auto t) {
+      using T = decltype(t);
+      binary_loop<T, T>(ins[0], ins[1], out, [](T a, T b) { return static_cast<T>(K{}(a, b)); });
+    });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params&) const override {
+    if (!is_floating(outs[0].dtype())) return {std::nullopt};
+    MaybeValue result;
+    for (int i = 0; i < 2; ++i) {
+      const MaybeValue& t = tangents[static_cast<size_t>(i)];
+      if (!t) continue;
+      Value d = partial_(i, primals[0], primals[1], outs[0], *t);
+      result = result ? add(*result, d) : d;
+    }
+    return {result};
+  }
+
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
+                  const Params&) const override {
+    if (!cts[0] || !is_floating(outs[0].dtype())) return {std::nullopt, std::nullopt};
+    return {partial_(0, primals[0], primals[1], outs[0], *cts[0]),
+            partial_(1, primals[0], primals[1], outs[0], *cts[0])};
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& params) const override {
+    Values vs;
+    bool batched = align_batched(ins, batch_size, vs);
+    return {{emit1(*this, vs, params), batched}};
+  }
+
+ private:
+  Partial partial_;
+};
+
+struct Add {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_add(a, b);
+    else
+      return a + b;
+  }
+};
+struct Sub {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_sub(a, b);
+    else
+      return a - b;
+  }
+};
+struct Mul {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_mul(a, b);
+    else
+      return a * b;
+  }
+};
+struct Div {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return int_div(a, b);
+    else
+      return a / b;
+  }
+};
+struct Pow {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return int_pow(a, b);
+    else
+      return std::pow(a, b);
+  }
+};
+struct Maximum {
+  template <class T>
+  T operator()(T a, T b) const {
+    return max_kernel(a, b);
+  }
+};
+struct Minimum {
+  template <class T>
+  T operator()(T a, T b) const {
+    return min_kernel(a, b);
+  }
+};
+
+// The share of the gradient that max/min routes to `a`: 1 where a alone is
+// the result, 0 where b alone is, and 1/2 on ties (as JAX does, so that
+// maximum(x, x) has derivative 1 and symmetric uses stay symmetric).
+Value share_of_a(const Value& wins, const Value& a, const Value& b) {
+  DType dt = a.dtype();
+  return astype(wins, dt) + 0.5 * astype(equal(a, b), dt);
+}
+
+Value max_partial(int i, const Value& a, const Value& b, const Value&, const Value& t) {
+  Value share = share_of_a(greater(a, b), a, b);
+  return t * (i == 0 ? share : 1.0 - share);
+}
+
+Value min_partial(int i, const Value& a, const Value& b, const Value&, const Value& t) {
+  Value share = share_of_a(less(a, b), a, b);
+  return t * (i == 0 ? share : 1.0 - share);
+}
+
+// As JAX: d/da = b a^(b-1), taken as 0 where b == 0 (so 0^0 does not give
+// 0 * inf); d/db = log(a) a^b with log(0) replaced by 0 (the limit where the
+// a^b factor is 0).
+Value pow_partial(int i, const Value& a, const Value& b, const Value& y, const Value& t) {
+  if (i == 0) {
+    Value zero = filled_like(b, 0.0);
+    Value safe_b = where(equal(b, zero), filled_like(b, 1.0), b);
+    return t * where(equal(b, zero), zero, safe_b * pow(a, b - 1.0));
+  }
+  Value safe_a = where(equal(a, filled_like(a, 0.0)), filled_like(a, 1.0), a);
+  return t * (log(safe_a) * y);
+}
+
+}  // namespace
+
+void register_binary(Registry& r) {
+  r.add(std::make_unique<BinaryPrim<Add>>(
+      "add", [](int, const Value&, const Value&, const Value&, const Value& t) { return t; }));
+  r.add(std::make_unique<BinaryPrim<Sub>>("sub", [](int i, const Value&, const Value&, const Value&,
+                                                    const Value& t) { return i == 0 ? t : -t; }));
+  r.add(std::make_unique<BinaryPrim<Mul>>(
+      "mul", [](int i, const Value& a, const Value& b, const Value&, const Value& t) {
+        return t * (i == 0 ? b : a);
+      }));
+  // d(a/b) = ta / b - tb a / b^2 = (ta - tb y) / b
+  r.add(std::make_unique<BinaryPrim<Div>>(
+      "div", [](int i, const Value&, const Value& b, const Value& y, const Value& t) {
+        return i == 0 ? t / b : -(t * y) / b;
+      }));
+  r.add(std::make_unique<BinaryPrim<Pow>>("pow", pow_partial));
+  r.add(std::make_unique<BinaryPrim<Maximum>>("maximum", max_partial));
+  r.add(std::make_unique<BinaryPrim<Minimum>>("minimum", min_partial));
+}
+
+}  // namespace drx::elementwise

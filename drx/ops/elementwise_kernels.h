@@ -1,0 +1,171 @@
+#pragma once
+// Private to the elementwise family (drx/ops/elementwise*.cpp): the dtype
+// dispatch, the loops every kernel shares, the scalar kernels, and the
+// pieces of the primitive classes that the family's files have in common.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+
+namespace drx::elementwise {
+
+// Which dtypes an operation accepts. The kernels are instantiated only for
+// these, so a float-only kernel never has to make sense of integers.
+enum class Domain { floating, numeric, any };
+
+template <Domain D, class Fn>
+decltype(auto) dispatch(DType d, Fn&& fn) {
+  if constexpr (D == Domain::floating) {
+    if (d == DType::f64) return fn(double{});
+    return fn(float{});
+  } else if constexpr (D == Domain::numeric) {
+    switch (d) {
+      case DType::f64:
+        return fn(double{});
+      case DType::i32:
+        return fn(int32_t{});
+      case DType::i64:
+        return fn(int64_t{});
+      default:
+        return fn(float{});
+    }
+  } else {
+    return dispatch_dtype(d, std::forward<Fn>(fn));
+  }
+}
+
+bool accepts(Domain d, DType t);
+// "floating-point (f32, f64)" and so on, for error messages.
+std::string domain_str(Domain d);
+
+// out[i] = f(x[i]); the storage types are fixed before the loop so that the
+// loop body is a plain inlined call.
+template <class In, class Out, class F>
+void unary_loop(const Array& x, Array& out, F f) {
+  const In* in = x.data<In>();
+  Out* o = out.data<Out>();
+  const int64_t n = x.size();
+  for (int64_t i = 0; i < n; ++i) o[i] = f(in[i]);
+}
+
+template <class In, class Out, class F>
+void binary_loop(const Array& a, const Array& b, Array& out, F f) {
+  const In* x = a.data<In>();
+  const In* y = b.data<In>();
+  Out* o = out.data<Out>();
+  const int64_t n = a.size();
+  for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+}
+
+// ---- scalar kernels ---------------------------------------------------------
+// Integer arithmetic wraps around (two's complement, as XLA does) instead of
+// being undefined behaviour on overflow.
+template <class T>
+T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+// Integer division truncates toward zero like C++; the one overflowing case
+// (min / -1) wraps to min instead of trapping.
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) throw Error("div: integer division by zero");
+  if (b == -1) return wrap_sub(T{0}, a);
+  return a / b;
+}
+
+// Integer power by repeated squaring. A negative exponent gives the truncated
+// reciprocal (0 unless |a| == 1), and 0 to a negative power is a division by
+// zero.
+template <class T>
+T int_pow(T a, T b) {
+  if (b < 0) {
+    if (a == 0) throw Error("pow: integer 0 raised to a negative power (division by zero)");
+    if (a == 1) return 1;
+    if (a == -1) return (b % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  T result = 1;
+  while (b > 0) {
+    if (b & 1) result = wrap_mul(result, a);
+    a = wrap_mul(a, a);
+    b = static_cast<T>(b >> 1);
+  }
+  return result;
+}
+
+// NaN-propagating max/min (as jnp.maximum), unlike std::max.
+template <class T>
+T max_kernel(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a > b ? a : b;
+}
+template <class T>
+T min_kernel(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a < b ? a : b;
+}
+
+// Element conversion that never invokes undefined behaviour: float -> int
+// saturates at the integer range and maps NaN to 0; anything -> bool is
+// "nonzero" (NaN is nonzero).
+template <class D, class S>
+D convert_element(S v) {
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    return v != S{0} ? 1 : 0;
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    if (std::isnan(v)) return 0;
+    // Both limits are exactly representable as doubles (powers of two); the
+    // upper one is exclusive.
+    const double lo = static_cast<double>(std::numeric_limits<D>::min());
+    const double hi = -lo;
+    const double x = static_cast<double>(v);
+    if (x <= lo) return std::numeric_limits<D>::min();
+    if (x >= hi) return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  } else {
+    return static_cast<D>(v);
+  }
+}
+
+// ---- shared pieces of the primitive classes ----------------------------------
+std::string types_str(const std::vector<Type>& ts);
+// Throws a TypeError naming `op` unless there are exactly `n` operands.
+void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n);
+// The batched form of operands for a vmap rule: if any is batched, the
+// unbatched ones are broadcast to carry the batch at axis 0 too. Returns
+// whether the result is batched.
+bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& out);
+
+// fill() with a copy of x's shape. Not zeros_like(x): that passes fill() a
+// reference to x's shape inside the trace, which the constant fill() emits
+// first can reallocate away.
+inline Value filled_like(const Value& x, double v) {
+  Shape shape = x.shape();
+  return fill(shape, v, x.dtype());
+}
+
+void register_unary(Registry& r);
+void register_binary(Registry& r);
+void register_other(Registry& r);  // comparisons, select, convert, stop_gradient
+
+}  // namespace drx::elementwise

@@ -1,0 +1,222 @@
+// Comparisons, select, convert and stop_gradient: the elementwise primitives
+// whose output dtype or derivative is not simply that of their operands.
+#include "drx/ops/elementwise_kernels.h"
+#include "drx/ops/ops.h"
+
+namespace drx::elementwise {
+namespace {
+
+// Comparisons output bool and have no derivative (piecewise constant).
+template <class K, Domain D>
+class ComparePrim : public Primitive {
+ public:
+  explicit ComparePrim(std::string name) : Primitive(std::move(name)) {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 2);
+    if (ins[0].dtype != ins[1].dtype || ins[0].shape != ins[1].shape)
+      throw TypeError(name() + ": operands must have the same dtype and shape, got " +
+                      types_str(ins) + " (the public drx::" + name() +
+                      " broadcasts shapes; convert dtypes with drx::astype)");
+    if (!accepts(D, ins[0].dtype))
+      throw TypeError(name() + ": expected " + domain_str(D) + ", got " + types_str(ins));
+    return {Type(DType::bool_, ins[0].shape, ins[0].placement)};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    Array out(DType::bool_, ins[0].shape());
+    dispatch<D>(ins[0].dtype(), [&](auto t) {
+      using T = decltype(t);
+      binary_loop<T, uint8_t>(ins[0], ins[1], out,
+                              [](T a, T b) { return static_cast<uint8_t>(K{}(a, b) ? 1 : 0); });
+    });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
+    return {std::nullopt};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
+    return {std::nullopt, std::nullopt};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& params) const override {
+    Values vs;
+    bool batched = align_batched(ins, batch_size, vs);
+    return {{emit1(*this, vs, params), batched}};
+  }
+};
+
+struct Less {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct LessEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Greater {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct GreaterEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct Equal {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct NotEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+
+// select(pred, on_true, on_false): pred ? on_true : on_false, elementwise.
+class SelectPrim : public Primitive {
+ public:
+  SelectPrim() : Primitive("select") {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 3);
+    if (ins[0].dtype != DType::bool_)
+      throw TypeError("select: the predicate must be bool, got " + types_str(ins) +
+                      " (compare with drx::less etc. or convert with drx::astype)");
+    if (ins[1].dtype != ins[2].dtype)
+      throw TypeError("select: both branches must have the same dtype, got " + types_str(ins));
+    if (ins[0].shape != ins[1].shape || ins[1].shape != ins[2].shape)
+      throw TypeError("select: predicate and branches must have the same shape, got " +
+                      types_str(ins) + " (the public drx::where broadcasts them)");
+    return {Type(ins[1].dtype, ins[1].shape, ins[0].placement)};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    Array out(ins[1].dtype(), ins[1].shape());
+    const uint8_t* pred = ins[0].data<uint8_t>();
+    dispatch_dtype(out.dtype(), [&](auto t) {
+      using T = decltype(t);
+      const T* a = ins[1].data<T>();
+      const T* b = ins[2].data<T>();
+      T* o = out.data<T>();
+      const int64_t n = out.size();
+      for (int64_t i = 0; i < n; ++i) o[i] = pred[i] ? a[i] : b[i];
+    });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params&) const override {
+    const MaybeValue& tt = tangents[1];
+    const MaybeValue& tf = tangents[2];
+    if ((!tt && !tf) || !is_floating(outs[0].dtype())) return {std::nullopt};
+    return {where(primals[0], tt ? *tt : filled_like(*tf, 0.0), tf ? *tf : filled_like(*tt, 0.0))};
+  }
+
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
+                  const Params&) const override {
+    if (!cts[0] || !is_floating(outs[0].dtype())) return {std::nullopt, std::nullopt, std::nullopt};
+    Value zero = filled_like(*cts[0], 0.0);
+    return {std::nullopt, where(primals[0], *cts[0], zero), where(primals[0], zero, *cts[0])};
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& params) const override {
+    Values vs;
+    bool batched = align_batched(ins, batch_size, vs);
+    return {{emit1(*this, vs, params), batched}};
+  }
+};
+
+// convert[dtype]: elementwise dtype conversion (see convert_element).
+class ConvertPrim : public Primitive {
+ public:
+  ConvertPrim() : Primitive("convert") {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    check_arity(name(), ins, 1);
+    return {Type(p.get_dtype("dtype", name()), ins[0].shape, ins[0].placement)};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const Array& x = ins[0];
+    Array out(p.get_dtype("dtype", name()), x.shape());
+    dispatch_dtype(x.dtype(), [&](auto s) {
+      using S = decltype(s);
+      dispatch_dtype(out.dtype(), [&](auto d) {
+        using D = decltype(d);
+        unary_loop<S, D>(x, out, [](S v) { return convert_element<D, S>(v); });
+      });
+    });
+    return {out};
+  }
+
+  // Only a float -> float conversion carries a derivative; to or from an
+  // integer or bool the result is piecewise constant.
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params&) const override {
+    if (!tangents[0] || !is_floating(primals[0].dtype()) || !is_floating(outs[0].dtype()))
+      return {std::nullopt};
+    return {astype(*tangents[0], outs[0].dtype())};
+  }
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
+                  const Params&) const override {
+    if (!cts[0] || !is_floating(primals[0].dtype()) || !is_floating(outs[0].dtype()))
+      return {std::nullopt};
+    return {astype(*cts[0], primals[0].dtype())};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& params) const override {
+    return {{emit1(*this, {ins[0].value}, params), ins[0].batched}};
+  }
+};
+
+class StopGradientPrim : public Primitive {
+ public:
+  StopGradientPrim() : Primitive("stop_gradient") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 1);
+    return {ins[0]};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    return {ins[0]};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
+    return {std::nullopt};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
+    return {std::nullopt};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& params) const override {
+    return {{emit1(*this, {ins[0].value}, params), ins[0].batched}};
+  }
+};
+
+}  // namespace
+
+void register_other(Registry& r) {
+  using D = Domain;
+  r.add(std::make_unique<ComparePrim<Less, D::numeric>>("less"));
+  r.add(std::make_unique<ComparePrim<LessEqual, D::numeric>>("less_equal"));
+  r.add(std::make_unique<ComparePrim<Greater, D::numeric>>("greater"));
+  r.add(std::make_unique<ComparePrim<GreaterEqual, D::numeric>>("greater_equal"));
+  r.add(std::make_unique<ComparePrim<Equal, D::any>>("equal"));
+  r.add(std::make_unique<ComparePrim<NotEqual, D::any>>("not_equal"));
+  r.add(std::make_unique<SelectPrim>());
+  r.add(std::make_unique<ConvertPrim>());
+  r.add(std::make_unique<StopGradientPrim>());
+}
+
+}  // namespace drx::elementwise
