@@ -75,6 +75,13 @@ Value move_axis(const Value& x, int64_t from, int64_t to) {
   return transpose(x, perm);
 }
 
+// Zeros of v's type. Copies the shape first: Value::shape() refers into the
+// trace, which emitting may reallocate.
+Value zeros_of(const Value& v) {
+  Shape s = v.shape();
+  return fill(s, 0.0, v.dtype());
+}
+
 Value batch_broadcast(const Batched& v, int64_t b) {
   if (v.batched) return v.value;
   Shape s{b};
@@ -101,11 +108,12 @@ Folded fold_batch(const Value& xb, const Value& ib, int64_t axis, int64_t b) {
   s.erase(s.begin() + axis + 1);
   xm = reshape(xm, s);
   DType it = ib.dtype();
+  const Shape is = ib.shape();  // a copy: emitting may move the trace's types
   Value nn = scalar_like(ib, static_cast<double>(n));
-  Value valid = where(greater_equal(ib, -nn), less(ib, nn), fill(ib.shape(), 0.0, DType::bool_));
+  Value valid = where(greater_equal(ib, -nn), less(ib, nn), fill(is, 0.0, DType::bool_));
   Value wrapped = where(less(ib, scalar_like(ib, 0.0)), ib + nn, ib);
-  Value offset = iota(ib.shape(), 0, it) * nn;
-  Value idx = where(valid, wrapped + offset, fill(ib.shape(), static_cast<double>(b * n), it));
+  Value offset = iota(is, 0, it) * nn;
+  Value idx = where(valid, wrapped + offset, fill(is, static_cast<double>(b * n), it));
   return {xm, idx};
 }
 
@@ -156,7 +164,7 @@ class TakePrim : public Primitive {
   MaybeValues vjp(const Values& in, const Values&, const MaybeValues& ct,
                   const Params& p) const override {
     if (!ct[0] || !is_floating(in[0].dtype())) return {std::nullopt, std::nullopt};
-    return {scatter_add(zeros_like(in[0]), in[1], *ct[0], p.get_int("axis", name())), std::nullopt};
+    return {scatter_add(zeros_of(in[0]), in[1], *ct[0], p.get_int("axis", name())), std::nullopt};
   }
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t b,
                             const Params& p) const override {
@@ -217,7 +225,7 @@ class ScatterAddPrim : public Primitive {
                   const Params& p) const override {
     const int64_t axis = p.get_int("axis", name());
     if (!t[2]) return {t[0]};
-    return {scatter_add(t[0] ? *t[0] : zeros_like(in[0]), in[1], *t[2], axis)};
+    return {scatter_add(t[0] ? *t[0] : zeros_of(in[0]), in[1], *t[2], axis)};
   }
   MaybeValues vjp(const Values& in, const Values&, const MaybeValues& ct,
                   const Params& p) const override {

@@ -63,6 +63,13 @@ void check_dims_nonneg(const std::string& op, const Shape& s) {
 
 bool differentiable(const Value& v) { return is_floating(v.dtype()); }
 
+// Zeros of v's type. Copies the shape first: Value::shape() refers into the
+// trace, which emitting may reallocate.
+Value zeros_of(const Value& v) {
+  Shape s = v.shape();
+  return fill(s, 0.0, v.dtype());
+}
+
 // ---------------------------------------------------------------------------
 class ReshapePrim : public Primitive {
  public:
@@ -287,7 +294,7 @@ class ConcatenatePrim : public Primitive {
     if (std::none_of(t.begin(), t.end(), [](const MaybeValue& v) { return v.has_value(); }))
       return {std::nullopt};
     Values ts;
-    for (size_t i = 0; i < x.size(); ++i) ts.push_back(t[i] ? *t[i] : zeros_like(x[i]));
+    for (size_t i = 0; i < x.size(); ++i) ts.push_back(t[i] ? *t[i] : zeros_of(x[i]));
     return {concatenate(ts, p.get_int("axis", name()))};
   }
   MaybeValues vjp(const Values& x, const Values&, const MaybeValues& ct,
@@ -374,7 +381,7 @@ class SlicePrim : public Primitive {
     // Pad with zero blocks one axis at a time (concatenate is linear, so this
     // stays differentiable and transposes back to slices).
     Value g = *ct[0];
-    const Shape& full = x[0].shape();
+    const Shape full = x[0].shape();  // a copy: emitting may move the trace's types
     for (size_t d = 0; d < full.size(); ++d) {
       int64_t lo = starts[d], hi = full[d] - limits[d];
       if (lo == 0 && hi == 0) continue;
