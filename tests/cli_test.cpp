@@ -1,0 +1,160 @@
+// The drx command-line program, driven through drx::tool::main with string
+// streams: exit codes, messages, and results checked against hand-computed values.
+#include "tools/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "drx/drx.h"
+
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = drx::tool::main(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+// A program file written by the printer, removed when the test ends.
+class ProgramFile {
+ public:
+  explicit ProgramFile(const std::string& text) {
+    path_ = ::testing::TempDir() + "drx_cli_test_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".drx";
+    std::ofstream(path_) << text;
+  }
+  ~ProgramFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// f(x, y) = x * y + 1 on f32[3] and f32[3].
+std::string affine_program_text() {
+  auto f = [](drx::Value x, drx::Value y) { return x * y + 1.0; };
+  return drx::to_string(drx::trace(f, {drx::Type(drx::f32, {3}), drx::Type(drx::f32, {3})}));
+}
+
+TEST(Cli, HelpListsEveryCommand) {
+  for (const char* flag : {"help", "--help", "-h"}) {
+    CliResult r = cli({flag});
+    EXPECT_EQ(r.code, 0) << flag;
+    for (const char* name : {"demo", "run", "check", "help"})
+      EXPECT_NE(r.out.find(std::string("  ") + name), std::string::npos) << flag << ": " << name;
+  }
+}
+
+TEST(Cli, HelpForOneCommand) {
+  CliResult r = cli({"help", "run"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("usage: drx run FILE"), std::string::npos) << r.out;
+  EXPECT_EQ(cli({"run", "--help"}).out, r.out);
+  EXPECT_EQ(cli({"help", "nope"}).code, 2);
+}
+
+TEST(Cli, NoArgumentsIsAUsageError) {
+  CliResult r = cli({});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("usage: drx COMMAND"), std::string::npos);
+}
+
+TEST(Cli, UnknownCommandExitsTwo) {
+  CliResult r = cli({"frobnicate"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(Cli, Version) {
+  CliResult r = cli({"--version"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("drx ", 0), 0u) << r.out;
+}
+
+TEST(Cli, DemoPrintsProgramAndResult) {
+  CliResult r = cli({"demo"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tanh"), std::string::npos) << r.out;
+  // x = [[.1,.2,.3],[.4,.5,.6]], w = [[1,-1],[.5,-.5],[.25,2]]:
+  // x @ w = [[.275, .4], [.8, .55]] by hand.
+  double want = std::tanh(0.275) + std::tanh(0.4) + std::tanh(0.8) + std::tanh(0.55);
+  const std::string tag = "f(x, w) = f32[]{";
+  size_t at = r.out.find(tag);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NEAR(std::stod(r.out.substr(at + tag.size())), want, 1e-5);
+  EXPECT_EQ(cli({"demo", "extra"}).code, 2);
+}
+
+TEST(Cli, RunComputesOutputs) {
+  ProgramFile file(affine_program_text());
+  // y given as one number fills every element: [1,2,3] * 2 + 1.
+  CliResult r = cli({"run", file.path(), "--arg", "1,2,3", "--arg=2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "f32[3]{3, 5, 7}\n");
+  r = cli({"run", file.path(), "--arg", "1,2,3", "--arg", "-1,0,0.5", "--print"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("f32[3]{0, 1, 2.5}\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("@main"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunRejectsBadArguments) {
+  ProgramFile file(affine_program_text());
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"run"}, "missing the program FILE"},
+      {{"run", file.path(), "--arg", "1,2,3"}, "takes 2 inputs (f32[3], f32[3]), got 1"},
+      {{"run", file.path(), "--arg", "1,2", "--arg", "1"}, "2 values given, expected 1 or 3"},
+      {{"run", file.path(), "--arg", "1,x,3", "--arg", "1"}, "'x' is not a number"},
+      {{"run", file.path(), "--arg", "1,,3", "--arg", "1"}, "'' is not a number"},
+      {{"run", file.path(), "--arg"}, "--arg needs a value"},
+      {{"run", file.path(), "--bogus"}, "unknown flag '--bogus'"},
+      {{"run", file.path(), file.path()}, "one program file expected"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+}
+
+TEST(Cli, MissingFileIsAnError) {
+  CliResult r = cli({"run", "/nonexistent/prog.drx"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("drx: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("/nonexistent/prog.drx"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CheckPrintsCanonicalText) {
+  std::string text = affine_program_text();
+  ProgramFile file(text);
+  CliResult r = cli({"check", file.path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, text);
+}
+
+TEST(Cli, MalformedProgramIsAnErrorNotACrash) {
+  for (const std::string text : {"", "program", "program @main (%0: f32[3]) -> (f32[3]) {\n",
+                                 "this is not a program\n", "program @main (%0: q9[3]) {}"}) {
+    ProgramFile file(text);
+    CliResult r = cli({"check", file.path()});
+    EXPECT_EQ(r.code, 1) << "text: " << text;
+    EXPECT_EQ(r.err.rfind("drx: error: ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,136 @@
+#include "tools/cli.h"
+
+#include <exception>
+#include <ostream>
+
+#include "tools/commands/commands.h"
+
+#ifndef DRX_VERSION
+#define DRX_VERSION "unknown"
+#endif
+
+namespace drx::tool {
+
+const std::vector<Command> &commands() {
+  static const std::vector<Command> all = {
+      {"demo", "", "trace a small function, print its IR, run it with jit",
+       "Traces f(x, w) = sum(tanh(matmul(x, w))) on f32[2,3] and f32[3,2], "
+       "prints the\n"
+       "program, then runs it compiled on built-in arrays and prints the "
+       "result.\n",
+       demo_command},
+      {"run", "FILE [--arg VALUES]... [--print]", "run a program saved as text",
+       "Parses and verifies the program in FILE ('-' reads standard input), "
+       "runs it on\n"
+       "one --arg per input and prints each output. VALUES is a "
+       "comma-separated list\n"
+       "filling the input's shape in row-major order, or one number for every "
+       "element:\n"
+       "  drx run prog.drx --arg 1,2,3,4 --arg 0.5\n"
+       "--print also prints the program first.\n",
+       run_command},
+      {"check", "FILE",
+       "parse and verify a program, print it in canonical form",
+       "Parses the program in FILE ('-' reads standard input), checks its "
+       "types and\n"
+       "SSA form, and prints it back; exit code 1 with the reason if it is "
+       "invalid.\n",
+       check_command},
+  };
+  return all;
+}
+
+namespace {
+
+const Command *find_command(const std::string &name) {
+  for (const Command &c : commands())
+    if (name == c.name)
+      return &c;
+  return nullptr;
+}
+
+void print_overview(std::ostream &os) {
+  os << "usage: drx COMMAND [ARGS...]\n\n"
+        "drx: differentiable MapReduce programs in C++ (version " DRX_VERSION
+        ").\n\n"
+        "commands:\n";
+  for (const Command &c : commands()) {
+    std::string name = c.name;
+    os << "  " << name
+       << std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') << c.summary
+       << "\n";
+  }
+  os << "  help    show this help, or `drx help COMMAND` for one command\n"
+        "\nexit codes: 0 success, 1 error while running, 2 bad command line\n";
+}
+
+void print_command_help(const Command &c, std::ostream &os) {
+  os << "usage: drx " << c.name << (*c.usage ? " " : "") << c.usage << "\n\n"
+     << c.summary << ".\n\n"
+     << c.details;
+}
+
+int help(const std::vector<std::string> &args, std::ostream &out) {
+  if (args.empty()) {
+    print_overview(out);
+    return kExitOk;
+  }
+  if (args.size() > 1)
+    throw UsageError("help: expects at most one COMMAND");
+  const Command *c = find_command(args[0]);
+  if (!c)
+    throw UsageError("help: unknown command '" + args[0] + "'");
+  print_command_help(*c, out);
+  return kExitOk;
+}
+
+bool is_help_flag(const std::string &a) { return a == "--help" || a == "-h"; }
+
+int dispatch(const std::vector<std::string> &args, std::ostream &out,
+             std::ostream &err) {
+  if (args.empty()) {
+    print_overview(err);
+    return kExitUsage;
+  }
+  const std::string &name = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (name == "help" || is_help_flag(name))
+    return help(rest, out);
+  if (name == "--version") {
+    out << "drx " DRX_VERSION "\n";
+    return kExitOk;
+  }
+  const Command *c = find_command(name);
+  if (!c) {
+    err << "drx: unknown command '" << name << "'\n"
+        << "Run 'drx help' for the list of commands.\n";
+    return kExitUsage;
+  }
+  if (rest.size() == 1 && is_help_flag(rest[0])) {
+    print_command_help(*c, out);
+    return kExitOk;
+  }
+  return c->run(rest, out);
+}
+
+} // namespace
+
+int main(const std::vector<std::string> &args, std::ostream &out,
+         std::ostream &err) {
+  try {
+    return dispatch(args, out, err);
+  } catch (const UsageError &e) {
+    err << "drx: " << e.what() << "\nRun 'drx help' for usage.\n";
+    return kExitUsage;
+  } catch (const Error &e) {
+    err << "drx: error: " << e.what() << "\n";
+    return kExitError;
+  } catch (const std::exception &e) {
+    // Not a drx::Error: a bug in drx rather than in the input; still never
+    // crash.
+    err << "drx: internal error: " << e.what() << "\n";
+    return kExitError;
+  }
+}
+
+} // namespace drx::tool

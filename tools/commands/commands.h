@@ -1,0 +1,28 @@
+#pragma once
+// One function per subcommand of the drx program. Each gets the arguments
+// after its name, writes its normal output to `out`, and throws UsageError for
+// a bad command line or drx::Error for anything else that goes wrong.
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace drx::tool {
+
+using Args = std::vector<std::string>;
+
+struct Command {
+  const char *name;
+  const char *usage;   // arguments, e.g. "FILE [--arg VALUES]..."
+  const char *summary; // one line
+  const char *details; // the rest of `drx help NAME`
+  int (*run)(const Args &args, std::ostream &out);
+};
+
+int demo_command(const Args &args, std::ostream &out);
+int run_command(const Args &args, std::ostream &out);
+int check_command(const Args &args, std::ostream &out);
+
+// Every subcommand, in the order `drx help` lists them.
+const std::vector<Command> &commands();
+
+} // namespace drx::tool
