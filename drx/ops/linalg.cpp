@@ -1,8 +1,324 @@
+// dot_general (contraction with batch dims) and matmul on top of it.
+#include <algorithm>
+#include <numeric>
+
 #include "drx/ops/families.h"
+#include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
 
 namespace drx {
+namespace {
 
-void register_linalg(Registry&) {}
+using Dims = std::vector<int64_t>;
+
+Dims concat(std::initializer_list<const Dims*> parts) {
+  Dims out;
+  for (const Dims* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
+}
+
+// Dims of a rank-`ndim` operand that are neither batch nor contracting, in order.
+Dims free_dims(int64_t ndim, const Dims& contracting, const Dims& batch) {
+  Dims out;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (std::find(contracting.begin(), contracting.end(), d) == contracting.end() &&
+        std::find(batch.begin(), batch.end(), d) == batch.end())
+      out.push_back(d);
+  return out;
+}
+
+Dims argsort(const Dims& v) {
+  Dims idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    return v[static_cast<size_t>(a)] < v[static_cast<size_t>(b)];
+  });
+  return idx;
+}
+
+struct DotParams {
+  Dims lc, rc, lb, rb;
+  explicit DotParams(const Params& p, const std::string& op)
+      : lc(p.get_ints("lhs_contracting", op)),
+        rc(p.get_ints("rhs_contracting", op)),
+        lb(p.get_ints("lhs_batch", op)),
+        rb(p.get_ints("rhs_batch", op)) {}
+  DotParams(Dims lc_, Dims rc_, Dims lb_, Dims rb_)
+      : lc(std::move(lc_)), rc(std::move(rc_)), lb(std::move(lb_)), rb(std::move(rb_)) {}
+  Params params() const {
+    return Params{
+        {"lhs_contracting", lc}, {"rhs_contracting", rc}, {"lhs_batch", lb}, {"rhs_batch", rb}};
+  }
+};
+
+Value emit_dot(const Value& lhs, const Value& rhs, const DotParams& d) {
+  static const Primitive& p = primitive("dot_general");
+  return emit1(p, {lhs, rhs}, d.params());
+}
+
+// Moves axis `from` of x to the front.
+Value move_to_front(const Value& x, int64_t from) {
+  if (from == 0) return x;
+  Dims perm{from};
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (d != from) perm.push_back(d);
+  return transpose(x, perm);
+}
+
+// x's elements with its dims visited in `order` (a permutation), as Acc.
+template <class T, class Acc>
+std::vector<Acc> gather_as(const Array& x, const Dims& order) {
+  const size_t nd = order.size();
+  std::vector<int64_t> st = strides_of(x.shape());
+  Shape shape(nd);
+  std::vector<int64_t> step(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    shape[i] = x.shape()[static_cast<size_t>(order[i])];
+    step[i] = st[static_cast<size_t>(order[i])];
+  }
+  std::vector<Acc> out(static_cast<size_t>(x.size()));
+  const T* src = x.data<T>();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t off = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<Acc>(src[off]);
+    for (size_t d = nd; d-- > 0;) {
+      off += step[d];
+      if (++idx[d] < shape[d]) break;
+      off -= step[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+int64_t prod_dims(const Shape& s, const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= s[static_cast<size_t>(d)];
+  return n;
+}
+
+class DotGeneralPrim : public Primitive {
+ public:
+  DotGeneralPrim() : Primitive("dot_general") {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& params) const override {
+    if (ins.size() != 2)
+      throw TypeError("dot_general: takes two operands, got " + std::to_string(ins.size()));
+    DotParams d(params, name());
+    const Type &l = ins[0], &r = ins[1];
+    std::string both = "lhs " + l.str() + ", rhs " + r.str();
+    auto fail = [&](const std::string& what) {
+      throw TypeError("dot_general: " + both + " with contracting " + shape_str(d.lc) + "/" +
+                      shape_str(d.rc) + ", batch " + shape_str(d.lb) + "/" + shape_str(d.rb) +
+                      ": " + what);
+    };
+    if (l.dtype != r.dtype) fail("operands must have the same dtype");
+    if (l.dtype == DType::bool_) fail("bool operands are not numeric (convert with astype)");
+    if (d.lc.size() != d.rc.size()) fail("expected as many lhs as rhs contracting dims");
+    if (d.lb.size() != d.rb.size()) fail("expected as many lhs as rhs batch dims");
+    auto check_side = [&](const Type& t, const Dims& c, const Dims& b, const char* side) {
+      Dims all = concat({&b, &c});
+      for (int64_t x : all)
+        if (x < 0 || x >= t.ndim())
+          fail(std::string(side) + " dim " + std::to_string(x) + " is out of range for rank " +
+               std::to_string(t.ndim()));
+      std::sort(all.begin(), all.end());
+      if (std::adjacent_find(all.begin(), all.end()) != all.end())
+        fail(std::string(side) + " names a dim twice (expected distinct dims)");
+    };
+    check_side(l, d.lc, d.lb, "lhs");
+    check_side(r, d.rc, d.rb, "rhs");
+    auto check_pairs = [&](const Dims& a, const Dims& b, const char* what) {
+      for (size_t i = 0; i < a.size(); ++i) {
+        int64_t sa = l.shape[static_cast<size_t>(a[i])], sb = r.shape[static_cast<size_t>(b[i])];
+        if (sa != sb)
+          fail(std::string(what) + " dim " + std::to_string(a[i]) + " of lhs has size " +
+               std::to_string(sa) + " but " + what + " dim " + std::to_string(b[i]) +
+               " of rhs has size " + std::to_string(sb) + " (expected equal sizes)");
+      }
+    };
+    check_pairs(d.lc, d.rc, "contracting");
+    check_pairs(d.lb, d.rb, "batch");
+    Shape out;
+    for (int64_t x : d.lb) out.push_back(l.shape[static_cast<size_t>(x)]);
+    for (int64_t x : free_dims(l.ndim(), d.lc, d.lb))
+      out.push_back(l.shape[static_cast<size_t>(x)]);
+    for (int64_t x : free_dims(r.ndim(), d.rc, d.rb))
+      out.push_back(r.shape[static_cast<size_t>(x)]);
+    return {Type(l.dtype, out, l.placement)};
+  }
+
+  // Reference: both operands are gathered into [B, M, K] and [B, K, N] order
+  // (so any dim arrangement is one loop nest), accumulated in double for
+  // floats and int64 for integers, and rounded once.
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& params) const override {
+    DotParams d(params, name());
+    const Array &l = ins[0], &r = ins[1];
+    Dims lf = free_dims(l.ndim(), d.lc, d.lb), rf = free_dims(r.ndim(), d.rc, d.rb);
+    const int64_t B = prod_dims(l.shape(), d.lb), M = prod_dims(l.shape(), lf),
+                  K = prod_dims(l.shape(), d.lc), N = prod_dims(r.shape(), rf);
+    Shape out_shape;
+    for (int64_t x : d.lb) out_shape.push_back(l.shape()[static_cast<size_t>(x)]);
+    for (int64_t x : lf) out_shape.push_back(l.shape()[static_cast<size_t>(x)]);
+    for (int64_t x : rf) out_shape.push_back(r.shape()[static_cast<size_t>(x)]);
+    Array out(l.dtype(), out_shape);
+    dispatch_dtype(l.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+      std::vector<Acc> L = gather_as<T, Acc>(l, concat({&d.lb, &lf, &d.lc}));
+      std::vector<Acc> R = gather_as<T, Acc>(r, concat({&d.rb, &d.rc, &rf}));
+      std::vector<Acc> row(static_cast<size_t>(N));
+      T* o = out.data<T>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t m = 0; m < M; ++m) {
+          std::fill(row.begin(), row.end(), Acc{0});
+          const Acc* lrow = L.data() + (b * M + m) * K;
+          for (int64_t k = 0; k < K; ++k) {
+            const Acc a = lrow[k];
+            const Acc* rrow = R.data() + (b * K + k) * N;
+            for (int64_t n = 0; n < N; ++n) row[static_cast<size_t>(n)] += a * rrow[n];
+          }
+          T* orow = o + (b * M + m) * N;
+          for (int64_t n = 0; n < N; ++n) orow[n] = static_cast<T>(row[static_cast<size_t>(n)]);
+        }
+    });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values&,
+                  const Params& params) const override {
+    if (!is_floating(primals[0].dtype())) return {std::nullopt};
+    MaybeValue out;
+    if (tangents[0]) out = emit1(*this, {*tangents[0], primals[1]}, params);
+    if (tangents[1]) {
+      Value t = emit1(*this, {primals[0], *tangents[1]}, params);
+      out = out ? *out + t : t;
+    }
+    return {out};
+  }
+
+  // The transpose rules of JAX's dot_general: contract the cotangent with the
+  // other operand over that operand's free dims, then permute the result into
+  // the operand's layout.
+  MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cotangents,
+                  const Params& params) const override {
+    const Value &l = primals[0], &r = primals[1];
+    if (!cotangents[0] || !is_floating(l.dtype())) return {std::nullopt, std::nullopt};
+    DotParams d(params, name());
+    const Value& g = *cotangents[0];
+    return {transpose_lhs(g, l, r, d, false),
+            transpose_lhs(g, r, l, DotParams(d.rc, d.lc, d.rb, d.lb), true)};
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& params) const override {
+    const Batched &l = ins[0], &r = ins[1];
+    if (!l.batched && !r.batched) return {{emit1(*this, {l.value, r.value}, params), false}};
+    DotParams d(params, name());
+    auto shift = [](Dims v) {
+      for (int64_t& x : v) ++x;
+      return v;
+    };
+    if (l.batched && r.batched) {
+      Dims lb = shift(d.lb), rb = shift(d.rb);
+      lb.insert(lb.begin(), 0);
+      rb.insert(rb.begin(), 0);
+      return {{emit_dot(l.value, r.value, DotParams(shift(d.lc), shift(d.rc), lb, rb)), true}};
+    }
+    // One side batched: its batch axis is its first free dim, so it lands right
+    // after the batch dims (lhs) or after all lhs free dims (rhs).
+    const int64_t nb = static_cast<int64_t>(d.lb.size());
+    if (l.batched) {
+      Value y = emit_dot(l.value, r.value, DotParams(shift(d.lc), d.rc, shift(d.lb), d.rb));
+      return {{move_to_front(y, nb), true}};
+    }
+    int64_t lfree = l.value.ndim() - nb - static_cast<int64_t>(d.lc.size());
+    Value y = emit_dot(l.value, r.value, DotParams(d.lc, shift(d.rc), d.lb, shift(d.rb)));
+    return {{move_to_front(y, nb + lfree), true}};
+  }
+
+ private:
+  // Cotangent of `x` in dot_general(x, y) (or of y in dot_general(y, x) when
+  // `swapped`, in which case y's free dims come first in g).
+  static Value transpose_lhs(const Value& g, const Value& x, const Value& y, const DotParams& d,
+                             bool swapped) {
+    const int64_t nb = static_cast<int64_t>(d.lb.size());
+    Dims x_kept = free_dims(x.ndim(), d.lc, d.lb), y_kept = free_dims(y.ndim(), d.rc, d.rb);
+    const int64_t nx = static_cast<int64_t>(x_kept.size()),
+                  ny = static_cast<int64_t>(y_kept.size());
+    Dims g_batch(static_cast<size_t>(nb)), g_y(static_cast<size_t>(ny));
+    std::iota(g_batch.begin(), g_batch.end(), 0);
+    std::iota(g_y.begin(), g_y.end(), swapped ? nb : nb + nx);
+    // Result: [batch, x free, y's contracting dims in increasing order].
+    Value z = emit_dot(g, y, DotParams(g_y, y_kept, g_batch, d.rb));
+    Dims x_contract_by_y;
+    for (int64_t i : argsort(d.rc)) x_contract_by_y.push_back(d.lc[static_cast<size_t>(i)]);
+    Dims src = concat({&d.lb, &x_kept, &x_contract_by_y});
+    Dims perm = argsort(src);
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity = identity && perm[i] == static_cast<int64_t>(i);
+    return identity ? z : transpose(z, perm);
+  }
+};
+
+Dims normalize_dims(Dims dims, int64_t ndim) {
+  for (int64_t& d : dims)
+    if (d < 0 && d + ndim >= 0) d += ndim;
+  return dims;
+}
+
+}  // namespace
+
+void register_linalg(Registry& r) { r.add(std::make_unique<DotGeneralPrim>()); }
+
+// Negative dims count from the end; the primitive checks everything else.
+Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {
+  return emit_dot(lhs, rhs,
+                  DotParams(normalize_dims(dims.lhs_contracting, lhs.ndim()),
+                            normalize_dims(dims.rhs_contracting, rhs.ndim()),
+                            normalize_dims(dims.lhs_batch, lhs.ndim()),
+                            normalize_dims(dims.rhs_batch, rhs.ndim())));
+}
+
+// numpy.matmul semantics: the leading (batch) dims broadcast numpy-style via
+// broadcast_to, then one dot_general with those dims as batch dims. A 1-D
+// operand is a vector and its dim disappears from the result.
+Value matmul(const Value& a, const Value& b) {
+  auto fail = [&](const std::string& what) {
+    throw TypeError("matmul: " + a.type().str() + " @ " + b.type().str() + ": " + what);
+  };
+  if (a.ndim() == 0 || b.ndim() == 0) fail("operands must be at least 1-D (use * for scalars)");
+  const int64_t ka = a.shape().back();
+  const int64_t kb = b.ndim() == 1 ? b.shape()[0] : b.shape()[static_cast<size_t>(b.ndim() - 2)];
+  if (ka != kb)
+    fail("a's last dim (" + std::to_string(ka) + ") differs from b's " +
+         (b.ndim() == 1 ? "only" : "second-to-last") + " dim (" + std::to_string(kb) + ")");
+  // With a vector operand the other operand's leading dims are just free dims.
+  if (a.ndim() == 1) return dot_general(a, b, {{0}, {b.ndim() == 1 ? 0 : b.ndim() - 2}, {}, {}});
+  if (b.ndim() == 1) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}});
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch(std::max(ba.size(), bb.size()), 1);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    int64_t x = i < batch.size() - ba.size() ? 1 : ba[i - (batch.size() - ba.size())];
+    int64_t y = i < batch.size() - bb.size() ? 1 : bb[i - (batch.size() - bb.size())];
+    if (x != y && x != 1 && y != 1)
+      fail("leading dims " + shape_str(ba) + " and " + shape_str(bb) +
+           " do not broadcast (expected equal sizes or 1)");
+    batch[i] = x == 1 ? y : x;
+  }
+  auto expand = [&](const Value& v) {
+    Shape want = batch;
+    want.push_back(v.shape()[static_cast<size_t>(v.ndim() - 2)]);
+    want.push_back(v.shape().back());
+    return want == v.shape() ? v : broadcast_to(v, want);
+  };
+  Value ea = expand(a), eb = expand(b);
+  const int64_t nb = static_cast<int64_t>(batch.size());
+  Dims bdims(static_cast<size_t>(nb));
+  std::iota(bdims.begin(), bdims.end(), 0);
+  return dot_general(ea, eb, {{nb + 1}, {nb}, bdims, bdims});
+}
 
 }  // namespace drx

@@ -1,8 +1,256 @@
+// Reductions over a set of axes: sum, max, min, and the public wrappers
+// (negative axes, keepdims, mean).
+//
+// The primitives take `axes`: distinct, sorted, non-negative axes that the
+// result no longer has. Keeping the primitive this narrow means one canonical
+// form in the IR; keepdims is a reshape on top.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "drx/ops/families.h"
+#include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
 
 namespace drx {
+namespace {
 
-void register_reductions(Registry&) {}
+enum class Kind { sum, max, min };
+
+// The dims of `shape` that survive reducing `axes` (sorted, distinct).
+std::vector<int64_t> kept_dims(int64_t ndim, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) kept.push_back(d);
+  return kept;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes) {
+  Shape out;
+  for (int64_t d : kept_dims(static_cast<int64_t>(shape.size()), axes))
+    out.push_back(shape[static_cast<size_t>(d)]);
+  return out;
+}
+
+// Out-of-place reduction kernel. Every output element receives at least one
+// input element unless the output is empty (infer rejects empty max/min).
+template <class T>
+void reduce_kernel(Kind kind, const Array& x, const std::vector<int64_t>& axes, Array& out) {
+  const Shape& shape = x.shape();
+  const size_t nd = shape.size();
+  // Output offset contributed by each input dim (0 for reduced dims).
+  std::vector<int64_t> out_step(nd, 0);
+  {
+    std::vector<int64_t> ost = strides_of(out.shape());
+    size_t k = 0;
+    for (size_t d = 0; d < nd; ++d)
+      if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d)))
+        out_step[d] = ost[k++];
+  }
+  // Sums accumulate in double (floats) or int64 (integers), then round once.
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
+                                 std::conditional_t<std::is_same_v<T, uint8_t>, T, int64_t>>;
+  std::vector<Acc> acc(static_cast<size_t>(out.size()));
+  if (kind != Kind::sum) {
+    // Start from the identity of max/min: -inf/+inf, or the type's extremes.
+    Acc lo, hi;
+    if constexpr (std::is_floating_point_v<T>) {
+      lo = -std::numeric_limits<Acc>::infinity();
+      hi = std::numeric_limits<Acc>::infinity();
+    } else if constexpr (std::is_same_v<T, uint8_t>) {
+      lo = 0;
+      hi = 1;
+    } else {
+      lo = std::numeric_limits<T>::lowest();
+      hi = std::numeric_limits<T>::max();
+    }
+    std::fill(acc.begin(), acc.end(), kind == Kind::max ? lo : hi);
+  }
+  const T* in = x.data<T>();
+  std::vector<int64_t> idx(nd, 0);
+  int64_t o = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    Acc v = static_cast<Acc>(in[i]);
+    Acc& a = acc[static_cast<size_t>(o)];
+    switch (kind) {
+      case Kind::sum:
+        a += v;
+        break;
+      // NaN propagates, as in numpy: once `a` is NaN neither branch replaces it.
+      case Kind::max:
+        if (v > a || v != v) a = v;
+        break;
+      case Kind::min:
+        if (v < a || v != v) a = v;
+        break;
+    }
+    // Advance the row-major multi-index and the output offset with it.
+    for (size_t d = nd; d-- > 0;) {
+      o += out_step[d];
+      if (++idx[d] < shape[d]) break;
+      o -= out_step[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+  T* dst = out.data<T>();
+  for (size_t j = 0; j < acc.size(); ++j) dst[j] = static_cast<T>(acc[j]);
+}
+
+class ReducePrim : public Primitive {
+ public:
+  ReducePrim(std::string name, Kind kind) : Primitive(std::move(name)), kind_(kind) {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 1)
+      throw TypeError(name() + ": takes one operand, got " + std::to_string(ins.size()));
+    const Type& x = ins[0];
+    const std::vector<int64_t>& axes = p.get_ints("axes", name());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      bool in_range = axes[i] >= 0 && axes[i] < x.ndim();
+      bool increasing = i == 0 || axes[i] > axes[i - 1];
+      if (!in_range || !increasing)
+        throw TypeError(name() + ": axes " + shape_str(axes) + " are invalid for " + x.str() +
+                        " (expected distinct, sorted axes in [0, " + std::to_string(x.ndim()) +
+                        "))");
+    }
+    if (kind_ == Kind::sum && x.dtype == DType::bool_)
+      throw TypeError(name() + ": operand " + x.str() +
+                      " is bool; convert it first, e.g. sum(astype(x, i32))");
+    if (kind_ != Kind::sum) {
+      for (int64_t a : axes)
+        if (x.shape[static_cast<size_t>(a)] == 0)
+          throw Error(name() + ": reduction over zero-size axis " + std::to_string(a) + " of " +
+                      x.str() + " has no identity (expected a non-empty axis)");
+    }
+    return {Type(x.dtype, reduced_shape(x.shape, axes), x.placement)};
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const std::vector<int64_t>& axes = p.get_ints("axes", name());
+    const Array& x = ins[0];
+    Array out(x.dtype(), reduced_shape(x.shape(), axes));
+    dispatch_dtype(x.dtype(), [&](auto t) { reduce_kernel<decltype(t)>(kind_, x, axes, out); });
+    return {out};
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params& p) const override {
+    if (!tangents[0] || !is_floating(primals[0].dtype())) return {std::nullopt};
+    if (kind_ == Kind::sum) return {emit1(*this, {*tangents[0]}, p)};
+    auto [mask, count] = ties(primals[0], outs[0], p);
+    Value picked = where(mask, *tangents[0], scalar_like(*tangents[0], 0.0));
+    return {sum_prim(picked, p) / count};
+  }
+
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cotangents,
+                  const Params& p) const override {
+    const Value& x = primals[0];
+    if (!cotangents[0] || !is_floating(x.dtype())) return {std::nullopt};
+    std::vector<int64_t> kept = kept_dims(x.ndim(), p.get_ints("axes", name()));
+    const Shape shape = x.shape();  // a copy: emitting may move the trace's types
+    if (kind_ == Kind::sum) return {broadcast_in_dim(*cotangents[0], shape, kept)};
+    auto [mask, count] = ties(x, outs[0], p);
+    Value share = broadcast_in_dim(*cotangents[0] / count, shape, kept);
+    return {where(mask, share, scalar_like(share, 0.0))};
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& p) const override {
+    if (!ins[0].batched) return {{emit1(*this, {ins[0].value}, p), false}};
+    std::vector<int64_t> axes = p.get_ints("axes", name());
+    for (int64_t& a : axes) ++a;
+    Params shifted = p;
+    shifted.set("axes", axes);
+    return {{emit1(*this, {ins[0].value}, shifted), true}};
+  }
+
+ private:
+  Value sum_prim(const Value& x, const Params& p) const {
+    static const Primitive& s = primitive("sum");
+    return emit1(s, {x}, p);
+  }
+
+  // Derivative of max/min: positions equal to the result, and how many there
+  // are per result element. Ties split the derivative evenly (as JAX does),
+  // which keeps max(x, x, ...) symmetric and makes the vjp the exact transpose
+  // of the jvp.
+  std::pair<Value, Value> ties(const Value& x, const Value& y, const Params& p) const {
+    std::vector<int64_t> kept = kept_dims(x.ndim(), p.get_ints("axes", name()));
+    const Shape shape = x.shape();  // a copy: emitting may move the trace's types
+    Value mask = equal(x, broadcast_in_dim(y, shape, kept));
+    Value count = sum_prim(astype(mask, x.dtype()), p);
+    return {mask, count};
+  }
+
+  Kind kind_;
+};
+
+// Public-side axes: negative allowed, any order, no duplicates; empty = all.
+std::vector<int64_t> normalize_axes(const char* op, const Value& x,
+                                    const std::vector<int64_t>& axes) {
+  std::vector<int64_t> out;
+  if (axes.empty()) {
+    for (int64_t d = 0; d < x.ndim(); ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + x.ndim() : a;
+    if (n < 0 || n >= x.ndim())
+      throw TypeError(std::string(op) + ": axis " + std::to_string(a) + " is out of range for " +
+                      x.type().str() + " (expected -" + std::to_string(x.ndim()) + " <= axis < " +
+                      std::to_string(x.ndim()) + ")");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    throw TypeError(std::string(op) + ": axes " + shape_str(axes) + " name a dimension of " +
+                    x.type().str() + " twice (expected distinct axes)");
+  return out;
+}
+
+Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  const Primitive& prim = primitive(op);
+  std::vector<int64_t> norm = normalize_axes(op, x, axes);
+  Value y = emit1(prim, {x}, Params{{"axes", norm}});
+  if (!keepdims) return y;
+  Shape kept_shape = x.shape();
+  for (int64_t a : norm) kept_shape[static_cast<size_t>(a)] = 1;
+  return reshape(y, kept_shape);
+}
+
+}  // namespace
+
+void register_reductions(Registry& r) {
+  r.add(std::make_unique<ReducePrim>("sum", Kind::sum));
+  r.add(std::make_unique<ReducePrim>("max", Kind::max));
+  r.add(std::make_unique<ReducePrim>("min", Kind::min));
+}
+
+// An empty `axes` list reduces every axis (as the header promises), so
+// sum(x, {}, true) is the keepdims form of sum(x).
+Value sum(const Value& x) { return reduce("sum", x, {}, false); }
+Value sum(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce("sum", x, axes, keepdims);
+}
+Value max(const Value& x) { return reduce("max", x, {}, false); }
+Value max(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce("max", x, axes, keepdims);
+}
+Value min(const Value& x) { return reduce("min", x, {}, false); }
+Value min(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce("min", x, axes, keepdims);
+}
+
+Value mean(const Value& x) { return mean(x, {}, false); }
+// Floating point only: an integer mean would silently truncate. An empty
+// reduction gives 0/0 = NaN, as numpy does.
+Value mean(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  if (!is_floating(x.dtype()))
+    throw TypeError("mean: operand " + x.type().str() +
+                    " is not floating point; convert it first, e.g. mean(astype(x, f32))");
+  int64_t count = 1;
+  for (int64_t a : normalize_axes("mean", x, axes)) count *= x.shape()[static_cast<size_t>(a)];
+  return sum(x, axes, keepdims) / static_cast<double>(count);
+}
 
 }  // namespace drx

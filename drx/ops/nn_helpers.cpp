@@ -1,0 +1,61 @@
+// ML composites built from public ops only, so every transformation already
+// knows them: logsumexp, softmax, log_softmax.
+#include <cmath>
+#include <limits>
+
+#include "drx/ops/ops.h"
+
+namespace drx {
+namespace {
+
+void require_floating(const char* op, const Value& x) {
+  if (!is_floating(x.dtype()))
+    throw TypeError(std::string(op) + ": operand " + x.type().str() +
+                    " is not floating point; convert it first with astype(x, f32)");
+}
+
+// The max over `axes` (kept as size-1 dims) used to shift exponents into a safe
+// range. It is a constant to differentiation: the shift cancels analytically,
+// and treating it as constant avoids the max's tie-splitting derivative. A
+// non-finite max (a slice of all -inf) is replaced by 0 so that slice gives
+// log(0) = -inf instead of (-inf) - (-inf) = NaN.
+Value stable_shift(const Value& x, const std::vector<int64_t>& axes) {
+  Value m = max(x, axes, /*keepdims=*/true);
+  Value finite = less(abs(m), scalar_like(m, std::numeric_limits<double>::infinity()));
+  return stop_gradient(where(finite, m, scalar_like(m, 0.0)));
+}
+
+// Errors should name the op the user called, not the max inside it.
+int64_t check_axis(const char* op, const Value& x, int64_t axis) {
+  if (axis < -x.ndim() || axis >= x.ndim())
+    throw TypeError(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for " +
+                    x.type().str() + " (expected -" + std::to_string(x.ndim()) + " <= axis < " +
+                    std::to_string(x.ndim()) + ")");
+  return axis;
+}
+
+}  // namespace
+
+Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  require_floating("logsumexp", x);
+  Value m = stable_shift(x, axes);
+  Value s = sum(exp(x - m), axes, keepdims);
+  const Shape out_shape = s.shape();  // a copy: emitting may move the trace's types
+  return log(s) + (keepdims ? m : reshape(m, out_shape));
+}
+
+Value softmax(const Value& x, int64_t axis) {
+  require_floating("softmax", x);
+  check_axis("softmax", x, axis);
+  Value e = exp(x - stable_shift(x, {axis}));
+  return e / sum(e, {axis}, /*keepdims=*/true);
+}
+
+Value log_softmax(const Value& x, int64_t axis) {
+  require_floating("log_softmax", x);
+  check_axis("log_softmax", x, axis);
+  Value shifted = x - stable_shift(x, {axis});
+  return shifted - log(sum(exp(shifted), {axis}, /*keepdims=*/true));
+}
+
+}  // namespace drx
