@@ -84,9 +84,10 @@ Value zeros_of(const Value& v) {
 
 Value batch_broadcast(const Batched& v, int64_t b) {
   if (v.batched) return v.value;
+  const Shape vs = v.value.shape();
   Shape s{b};
-  s.insert(s.end(), v.value.shape().begin(), v.value.shape().end());
-  std::vector<int64_t> dims(v.value.shape().size());
+  s.insert(s.end(), vs.begin(), vs.end());
+  std::vector<int64_t> dims(vs.size());
   std::iota(dims.begin(), dims.end(), 1);
   return broadcast_in_dim(v.value, s, dims);
 }
