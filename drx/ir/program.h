@@ -1,4 +1,5 @@
 #pragma once
+#include <deque>
 #include <iosfwd>
 #include <string>
 #include <utility>
@@ -26,7 +27,8 @@ class Program {
   std::string name = "main";
   // Placements (name, size) declared for this program, in declaration order.
   std::vector<std::pair<std::string, int64_t>> placements;
-  std::vector<Type> var_types;
+  // A deque: Values hand out references to their types while the trace grows.
+  std::deque<Type> var_types;
   std::vector<int> inputs;
   std::vector<int> outputs;
   std::vector<Eqn> eqns;

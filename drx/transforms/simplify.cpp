@@ -91,9 +91,15 @@ class Simplifier {
       if ((n == "mul" && sa == 1.0) || (n == "add" && sa == 0.0))
         if (same_type(b)) return b;
     }
-    if (e.ins.size() == 1 && same_type(e.ins[0]) &&
-        (n == "reshape" || n == "transpose" || n == "convert" || n == "broadcast_in_dim"))
-      return e.ins[0];
+    if (e.ins.size() == 1 && same_type(e.ins[0])) {
+      if (n == "reshape" || n == "convert" || n == "broadcast_in_dim") return e.ins[0];
+      if (n == "transpose") {
+        const std::vector<int64_t>& perm = e.params.get_ints("perm", n);
+        bool identity = true;
+        for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+        if (identity) return e.ins[0];
+      }
+    }
     return std::nullopt;
   }
 
