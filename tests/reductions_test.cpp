@@ -577,4 +577,73 @@ TEST(ReductionsSoftmax, ErrorsNameTheOp) {
   EXPECT_NE(m.find("i32[2,3]"), std::string::npos) << m;
 }
 
+// ---- end to end through the public transformations ---------------------------
+
+namespace grad_e2e {
+
+std::vector<double> row_softmax(const std::vector<double>& x, int64_t rows, int64_t cols) {
+  std::vector<double> lse = ref_row_lse(x, rows, cols), p;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      p.push_back(std::exp(x[static_cast<size_t>(r * cols + c)] - lse[static_cast<size_t>(r)]));
+  return p;
+}
+
+TEST(ReductionsGrad, CrossEntropyGradient) {
+  Array x = random_array({3, 4}, drx::f64, 61, -3, 3), w = random_array({3, 4}, drx::f64, 62);
+  auto f = [](Value x, Value w) { return drx::sum(drx::log_softmax(x, -1) * w); };
+  Array g = drx::jit(drx::grad(f))(x, w);
+  // d/dx_ij sum_k w_ik log p_ik = w_ij - p_ij sum_k w_ik
+  std::vector<double> p = row_softmax(to_doubles(x), 3, 4), wd = to_doubles(w), want;
+  for (int r = 0; r < 3; ++r) {
+    double ws = 0;
+    for (int c = 0; c < 4; ++c) ws += wd[static_cast<size_t>(r * 4 + c)];
+    for (int c = 0; c < 4; ++c)
+      want.push_back(wd[static_cast<size_t>(r * 4 + c)] - p[static_cast<size_t>(r * 4 + c)] * ws);
+  }
+  EXPECT_TRUE(ArrayNear(g, want, 1e-12, 1e-12));
+}
+
+// The Hessian of logsumexp is diag(p) - p p^T: grad of grad in a direction v.
+TEST(ReductionsGrad, LogsumexpSecondDerivative) {
+  Array x = random_array({5}, drx::f64, 63, -2, 2), v = random_array({5}, drx::f64, 64);
+  auto lse = [](Value x) { return drx::logsumexp(x, {0}, false); };
+  auto dir = [lse](Value x, Value v) { return drx::sum(drx::grad(lse)(x) * v); };
+  Array g = drx::jit(drx::grad(lse))(x);
+  Array hv = drx::jit(drx::grad(dir))(x, v);
+  std::vector<double> p = row_softmax(to_doubles(x), 1, 5), vd = to_doubles(v), want;
+  double pv = 0;
+  for (size_t i = 0; i < 5; ++i) pv += p[i] * vd[i];
+  for (size_t i = 0; i < 5; ++i) want.push_back(p[i] * vd[i] - p[i] * pv);
+  EXPECT_TRUE(ArrayNear(g, p, 1e-12, 1e-12));
+  EXPECT_TRUE(ArrayNear(hv, want, 1e-10, 1e-12));
+}
+
+TEST(ReductionsGrad, MeanAndMaxGradients) {
+  Array x = drx::testing::f64_array({1, 3, 3, 2, 0, -1}, {2, 3});
+  auto f = [](Value x) { return drx::sum(drx::max(x, {-1}, true)) + drx::mean(x) * 6.0; };
+  Array g = drx::jit(drx::grad(f))(x);
+  EXPECT_TRUE(ArrayNear(g, {1, 1.5, 1.5, 2, 1, 1}, 1e-12));
+}
+
+TEST(ReductionsGrad, VmapOfSumMatchesPerRow) {
+  Array x = random_array({4, 2, 3}, drx::f64, 65);
+  auto f = [](Value x) { return drx::sum(x, {-1}) + drx::max(x); };
+  Array got = drx::jit(drx::vmap(f))(x);
+  ASSERT_EQ(got.shape(), (Shape{4, 2}));
+  std::vector<double> xd = to_doubles(x), want;
+  for (int b = 0; b < 4; ++b) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (int i = 0; i < 6; ++i) m = std::max(m, xd[static_cast<size_t>(b * 6 + i)]);
+    for (int r = 0; r < 2; ++r) {
+      double s = 0;
+      for (int c = 0; c < 3; ++c) s += xd[static_cast<size_t>(b * 6 + r * 3 + c)];
+      want.push_back(s + m);
+    }
+  }
+  EXPECT_TRUE(ArrayNear(got, want, 1e-12));
+}
+
+}  // namespace grad_e2e
+
 }  // namespace
