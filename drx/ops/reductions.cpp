@@ -209,7 +209,11 @@ std::vector<int64_t> normalize_axes(const char* op, const Value& x,
 }
 
 Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  const Primitive& prim = primitive(op);
+  static const Primitive& sum_p = primitive("sum");
+  static const Primitive& max_p = primitive("max");
+  static const Primitive& min_p = primitive("min");
+  const std::string_view name(op);
+  const Primitive& prim = name == "sum" ? sum_p : name == "max" ? max_p : min_p;
   std::vector<int64_t> norm = normalize_axes(op, x, axes);
   Value y = emit1(prim, {x}, Params{{"axes", norm}});
   if (!keepdims) return y;
