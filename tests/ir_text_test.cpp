@@ -627,9 +627,11 @@ TEST(IrText, SubProgramCyclesAreParseErrors) {
 
 // ---- verify -------------------------------------------------------------------
 
+namespace {
 Program neg_add_program() {
   return trace([](Value x) { return neg(x) + x; }, {f32t({2})}, "f");
 }
+}  // namespace
 
 TEST(Verify, AcceptsTracedPrograms) {
   for (const Program& p : ir_text_coverage_programs()) EXPECT_NO_THROW(verify(p)) << p.name;
