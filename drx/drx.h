@@ -5,6 +5,7 @@
 #include "drx/array/error.h"
 #include "drx/ir/program.h"
 #include "drx/ir/type.h"
+#include "drx/mapreduce/mapreduce.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/function.h"
 #include "drx/trace/jit.h"

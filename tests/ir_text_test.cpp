@@ -137,6 +137,17 @@ std::vector<Case> coverage_cases() {
                      return {grad(loss)(a[0], a[1])};
                    },
                    {f32t({3, 4}), f32t({2, 3})}});
+  cases.push_back(
+      {"mapreduce",
+       [](const std::vector<Value>& a) -> std::vector<Value> {
+         auto round = program({{"clients", 3}}, [](Value w, Value xs) -> std::vector<Value> {
+           Value local = map_fn([](Value wi, Value xi) { return tanh(wi * xi); }, broadcast(w), xs);
+           return {reduce_sum(local), reduce_mean(local), reduce_max(local), reduce_min(local),
+                   place(local, "")};
+         }, {"", "clients"});
+         return round(a[0], a[1]);
+       },
+       {f32t({2}), f32t({3, 2})}});
   return cases;
 }
 

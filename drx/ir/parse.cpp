@@ -771,7 +771,7 @@ class Parser {
     for (int v : pe.ins) in_types.push_back(var_types[static_cast<size_t>(v)]);
     std::vector<Type> inferred;
     try {
-      inferred = pe.prim->infer(in_types, params);
+      inferred = pe.prim->infer_types(in_types, params);
     } catch (const Error& err) {
       fail_at(*pe.start, "in `" + pe.text + "`: " + err.what());
     }

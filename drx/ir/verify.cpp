@@ -74,7 +74,7 @@ class Verifier {
       }
       std::vector<Type> inferred;
       try {
-        inferred = e.prim->infer(in_types, e.params);
+        inferred = e.prim->infer_types(in_types, e.params);
       } catch (const Error& err) {
         fail(p, k, e, err.what());
       }

@@ -79,7 +79,12 @@ Value constant(const Array& value) {
   return emit1(p, {}, Params{{"value", value}});
 }
 
-Value scalar_like(const Value& x, double v) { return constant(full({}, v, x.dtype())); }
+Value scalar_like(const Value& x, double v) {
+  const Type& t = x.type();
+  if (t.placement.empty()) return constant(full({}, v, t.dtype));
+  // A number next to a placed value is a server constant broadcast to every client.
+  return place(fill(Shape(t.shape), v, t.dtype), t.placement);
+}
 
 Value fill(const Shape& shape, double value, DType dtype) {
   Value s = constant(drx::full({}, value, dtype));

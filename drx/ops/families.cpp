@@ -4,7 +4,8 @@ namespace drx {
 
 std::vector<RegisterFamily> primitive_families() {
   return {register_elementwise, register_reductions, register_linalg,
-          register_shape_ops,   register_indexing,   register_constants};
+          register_shape_ops,   register_indexing,   register_constants,
+          register_placement_cast, register_mapreduce};
 }
 
 }  // namespace drx

@@ -13,6 +13,8 @@ void register_linalg(Registry& r);
 void register_shape_ops(Registry& r);
 void register_indexing(Registry& r);
 void register_constants(Registry& r);
+void register_placement_cast(Registry& r);
+void register_mapreduce(Registry& r);
 
 using RegisterFamily = void (*)(Registry&);
 std::vector<RegisterFamily> primitive_families();

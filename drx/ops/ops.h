@@ -2,6 +2,7 @@
 // The public op functions on traced Values. Each builds on one or more
 // primitives (drx/ops/*.cpp); composites are written in terms of them.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "drx/array/array.h"
@@ -76,8 +77,11 @@ Value operator-(double a, const Value& b);
 Value operator*(double a, const Value& b);
 Value operator/(double a, const Value& b);
 
-// A scalar constant of x's dtype.
+// A scalar constant of x's dtype (for a placed x, one of x's shape, placed like x).
 Value scalar_like(const Value& x, double v);
+// Retypes x (leading axis of the placement's size) as placed at `placement`;
+// the empty placement makes a placed value unplaced again. No data moves.
+Value place(const Value& x, const std::string& placement);
 
 // ---- reductions (negative axes allowed; no axes = all) -----------------
 Value sum(const Value& x);

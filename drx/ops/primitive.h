@@ -14,7 +14,9 @@ namespace drx {
 using MaybeValue = std::optional<Value>;
 using MaybeValues = std::vector<MaybeValue>;
 
-// A value inside a vmap rule: `batched` values carry the batch at axis 0.
+// A value inside a vmap rule: `batched` values carry the batch at axis 0, or
+// at axis 1 for placed values (the placement axis always stays leading; only
+// placement-aware primitives see batched placed values).
 struct Batched {
   Value value;
   bool batched = false;
@@ -35,6 +37,13 @@ class Primitive {
   // Output types for the given input types, or a drx::TypeError naming the op,
   // the types and what was expected.
   virtual std::vector<Type> infer(const std::vector<Type>& ins, const Params& params) const = 0;
+  // infer() followed by the placement rule every placement-unaware primitive
+  // obeys: placed operands share one placement, are not mixed with unplaced
+  // ones, and keep their leading (placement) axis. Use this, not infer().
+  std::vector<Type> infer_types(const std::vector<Type>& ins, const Params& params) const;
+  // MapReduce primitives (broadcast, map_fn, reduce_*) type placements themselves.
+  virtual bool placement_aware() const { return false; }
+
   // Reference CPU semantics: the test oracle. Inputs have the inferred types.
   virtual std::vector<Array> eval(const std::vector<Array>& ins, const Params& params) const = 0;
 

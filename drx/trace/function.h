@@ -136,6 +136,13 @@ class Function<R(A...)> {
   TreeFn fn_;
 };
 
+namespace detail {
+template <class R, class... A>
+struct SameOf {
+  using type = Function<R(A...)>;
+};
+}  // namespace detail
+
 // The type-erased form of any callable taking Values, vectors of Values or Trees.
 template <class F>
 TreeFn erase(F f) {

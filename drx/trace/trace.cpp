@@ -83,6 +83,19 @@ int resolve_in(TraceState& t, const Value& v, const std::string& op) {
   return local;
 }
 
+namespace {
+// Records the placements a program uses, for its printed header.
+void note_placements(Program& p, const std::vector<Type>& ins, const std::vector<Type>& outs) {
+  for (const auto* list : {&ins, &outs})
+    for (const Type& t : *list) {
+      if (t.placement.empty()) continue;
+      bool known = false;
+      for (const auto& [name, size] : p.placements) known = known || name == t.placement;
+      if (!known) p.placements.emplace_back(t.placement, t.shape[0]);
+    }
+}
+}  // namespace
+
 Values emit(const Primitive& prim, const Values& ins, Params params) {
   TraceState* t = current_trace();
   if (!t)
@@ -95,7 +108,8 @@ Values emit(const Primitive& prim, const Values& ins, Params params) {
     vars.push_back(resolve_in(*t, v, prim.name()));
     types.push_back(t->program.type_of(vars.back()));
   }
-  std::vector<Type> outs = prim.infer(types, params);
+  std::vector<Type> outs = prim.infer_types(types, params);
+  if (prim.placement_aware()) note_placements(t->program, types, outs);
   Eqn e;
   e.prim = &prim;
   e.ins = std::move(vars);

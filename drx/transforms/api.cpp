@@ -165,6 +165,10 @@ TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
         if (v.ndim() == 0)
           throw Error("vmap: " + where + " is a scalar (" + v.type().str() +
                       ") and has no axis " + std::to_string(*ax) + " to map over");
+        if (!v.type().placement.empty())
+          throw Error("vmap: " + where + " (" + v.type().str() +
+                      ") is placed; vmap a whole drx::program instead, or work per client in "
+                      "map_fn");
         int64_t axis = normalize_axis(*ax, v.ndim(), "vmap");
         int64_t n = v.shape()[static_cast<size_t>(axis)];
         if (size >= 0 && n != size)
@@ -194,7 +198,12 @@ TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
         continue;
       }
       Value v = outs[i].batched ? outs[i].value : broadcast_batch(outs[i].value, size);
-      result.push_back(move_axis(v, 0, normalize_axis(*ax, v.ndim(), "vmap out_axes")));
+      int64_t batch_at = 0;
+      if (!v.type().placement.empty()) {
+        v = place(v, "");  // the result leaves its placement: the batch may go first
+        batch_at = 1;
+      }
+      result.push_back(move_axis(v, batch_at, normalize_axis(*ax, v.ndim(), "vmap out_axes")));
     }
     return unflatten_values(t.out_structure, result);
   };

@@ -49,10 +49,6 @@ template <class R, class... A>
 struct ValueAndGradOf {
   using type = Function<std::pair<R, typename GradType<A...>::type>(A...)>;
 };
-template <class R, class... A>
-struct SameOf {
-  using type = Function<R(A...)>;
-};
 }  // namespace detail
 
 // d f / d (argument argnum); f must return a floating-point scalar.

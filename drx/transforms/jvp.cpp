@@ -43,20 +43,27 @@ Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tang
   return result;
 }
 
-Program jvp_program(const Program& p) {
+Program jvp_program(const Program& p, const std::vector<bool>& has_tangent, bool tangents_only) {
   TraceScope scope;
   Values primals;
   MaybeValues tangents;
   for (int v : p.inputs) primals.push_back(scope.add_input(p.type_of(v)));
-  for (int v : p.inputs) tangents.push_back(scope.add_input(p.type_of(v)));
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    tangents.push_back(has_tangent[i] ? MaybeValue(scope.add_input(p.type_of(p.inputs[i])))
+                                      : std::nullopt);
   MaybeValues out_tangents;
   Values outs = jvp_emit(p, primals, tangents, out_tangents);
+  Values results = tangents_only ? Values{} : outs;
   for (size_t i = 0; i < out_tangents.size(); ++i)
-    outs.push_back(out_tangents[i] ? *out_tangents[i] : zeros_like(outs[i]));
-  Program r = scope.finish(outs);
+    results.push_back(out_tangents[i] ? *out_tangents[i] : zeros_like(outs[i]));
+  Program r = scope.finish(results);
   r.name = p.name + "_jvp";
   r.placements = p.placements;
   return r;
+}
+
+Program jvp_program(const Program& p) {
+  return jvp_program(p, std::vector<bool>(p.inputs.size(), true), false);
 }
 
 }  // namespace drx

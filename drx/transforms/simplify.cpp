@@ -65,6 +65,7 @@ class Simplifier {
   // The single value of a constant whose elements are all equal, if v is one
   // (directly or broadcast from a scalar constant).
   std::optional<double> splat(int v) const {
+    if (auto b = broadcast_splats_.find(v); b != broadcast_splats_.end()) return b->second;
     auto it = constants_.find(v);
     if (it == constants_.end()) return std::nullopt;
     const Array& a = it->second;
@@ -146,6 +147,10 @@ class Simplifier {
   void record(const Eqn& e) {
     if (e.prim->name() == "constant")
       constants_[e.outs[0]] = e.params.get_array("value", "constant");
+    // A broadcast too large to fold still has one known value everywhere, so
+    // x * broadcast(1) on a large x is recognised as x.
+    if (e.prim->name() == "broadcast_in_dim")
+      if (std::optional<double> s = splat(e.ins[0])) broadcast_splats_[e.outs[0]] = *s;
     by_key_.emplace(key(e), out_.eqns.size());
     out_.eqns.push_back(e);
   }
@@ -154,6 +159,7 @@ class Simplifier {
   Program out_;
   std::vector<int> alias_;
   std::map<int, Array> constants_;
+  std::map<int, double> broadcast_splats_;  // unfolded broadcasts of splat constants
   std::multimap<std::string, size_t> by_key_;
 };
 

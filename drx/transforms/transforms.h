@@ -14,9 +14,17 @@ namespace drx {
 // Outputs: p's outputs, then one tangent per output. Integer and bool values
 // carry no tangent (their tangent inputs are ignored, outputs are zeros).
 Program jvp_program(const Program& p);
+// Forward mode with symbolic-zero inputs: tangent inputs only where
+// has_tangent[i]; with tangents_only the outputs are just the tangents.
+Program jvp_program(const Program& p, const std::vector<bool>& has_tangent, bool tangents_only);
 // Reverse mode. Inputs: p's inputs, then one cotangent per output. Outputs:
 // p's outputs, then one cotangent per input (zeros for integer/bool inputs).
 Program vjp_program(const Program& p);
+// Reverse mode with symbolic zeros: cotangent inputs only where
+// has_cotangent[j]; outputs the cotangents of inputs with wrt[i] (zeros where
+// none flows), preceded by p's outputs unless cotangents_only.
+Program vjp_program(const Program& p, const std::vector<bool>& wrt,
+                    const std::vector<bool>& has_cotangent, bool cotangents_only);
 // Batching. Inputs flagged in `batched` gain a leading axis of `batch_size`;
 // every output gains a leading axis of `batch_size`.
 Program vmap_program(const Program& p, const std::vector<bool>& batched, int64_t batch_size);

@@ -66,20 +66,29 @@ MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues&
   return result;
 }
 
-Program vjp_program(const Program& p) {
+Program vjp_program(const Program& p, const std::vector<bool>& wrt,
+                    const std::vector<bool>& has_cotangent, bool cotangents_only) {
   TraceScope scope;
   Values primals;
   MaybeValues cts;
   for (int v : p.inputs) primals.push_back(scope.add_input(p.type_of(v)));
-  for (int v : p.outputs) cts.push_back(scope.add_input(p.type_of(v)));
+  for (size_t j = 0; j < p.outputs.size(); ++j)
+    cts.push_back(has_cotangent[j] ? MaybeValue(scope.add_input(p.type_of(p.outputs[j])))
+                                   : std::nullopt);
   Values outs;
-  MaybeValues in_cts = vjp_emit(p, primals, cts, std::vector<bool>(p.inputs.size(), true), outs);
+  MaybeValues in_cts = vjp_emit(p, primals, cts, wrt, outs);
+  Values results = cotangents_only ? Values{} : outs;
   for (size_t i = 0; i < in_cts.size(); ++i)
-    outs.push_back(in_cts[i] ? *in_cts[i] : zeros_like(primals[i]));
-  Program r = scope.finish(outs);
+    if (wrt[i]) results.push_back(in_cts[i] ? *in_cts[i] : zeros_like(primals[i]));
+  Program r = scope.finish(results);
   r.name = p.name + "_vjp";
   r.placements = p.placements;
   return r;
+}
+
+Program vjp_program(const Program& p) {
+  return vjp_program(p, std::vector<bool>(p.inputs.size(), true),
+                     std::vector<bool>(p.outputs.size(), true), false);
 }
 
 }  // namespace drx

@@ -5,10 +5,12 @@
 namespace drx {
 
 Value broadcast_batch(const Value& v, int64_t batch_size) {
+  // Placed values keep the placement axis first and take the batch at axis 1.
+  int64_t at = v.type().placement.empty() ? 0 : 1;
   Shape shape = v.shape();
-  shape.insert(shape.begin(), batch_size);
+  shape.insert(shape.begin() + at, batch_size);
   std::vector<int64_t> dims;
-  for (int64_t i = 0; i < v.ndim(); ++i) dims.push_back(i + 1);
+  for (int64_t i = 0; i < v.ndim(); ++i) dims.push_back(i < at ? i : i + 1);
   return broadcast_in_dim(v, shape, dims);
 }
 
@@ -30,6 +32,12 @@ std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins
       for (const Batched& b : args) plain.push_back(b.value);
       for (const Value& v : emit(*e.prim, plain, e.params)) outs.push_back({v, false});
     } else {
+      if (!e.prim->placement_aware())
+        for (const Batched& b : args)
+          if (b.batched && !b.value.type().placement.empty())
+            throw Error("vmap: " + e.prim->name() + " on the placed value " +
+                        b.value.type().str() +
+                        " is not supported under vmap yet; do per-client work inside map_fn");
       outs = e.prim->vmap(args, batch_size, e.params);
       if (outs.size() != e.outs.size())
         throw Error("internal: vmap rule of " + e.prim->name() + " returned " +

@@ -1,0 +1,171 @@
+#include "drx/mapreduce/mapreduce.h"
+
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+#include "drx/trace/trace_tree.h"
+
+namespace drx {
+
+Value emit_broadcast(const Value& x, const std::string& placement, int64_t size) {
+  static const Primitive& p = primitive("broadcast");
+  return emit1(p, {x}, Params{{"placement", placement}, {"size", size}});
+}
+
+Value emit_reduce_sum(const Value& x) {
+  static const Primitive& p = primitive("reduce_sum");
+  return emit1(p, {x}, Params{{"placement", x.type().placement}});
+}
+
+namespace {
+void require_placed(const char* op, const Value& x) {
+  if (x.type().placement.empty())
+    throw Error(std::string(op) + ": operand " + x.type().str() +
+                " is not placed; reduce over a placement takes a placed value (from "
+                "drx::broadcast, drx::map_fn or a placed program argument)");
+}
+
+Value reduce_with(const char* op, const Value& x) {
+  require_program_scope(op);
+  require_placed(op, x);
+  return emit1(primitive(op), {x}, Params{{"placement", x.type().placement}});
+}
+
+Tree map_leaves(const Tree& t, Value (*fn)(const Value&)) {
+  return tree_map([fn](const Value& v) { return fn(v); }, t);
+}
+}  // namespace
+
+Value broadcast(const Value& x) { return broadcast(x, default_placement("broadcast")); }
+
+Value broadcast(const Value& x, const std::string& placement) {
+  require_program_scope("broadcast");
+  int64_t n = placement_size(placement, "broadcast");
+  if (!x.type().placement.empty())
+    throw Error("broadcast: operand " + x.type().str() + " is already placed at '" +
+                x.type().placement + "'; broadcast takes a server (unplaced) value");
+  return emit_broadcast(x, placement, n);
+}
+
+Tree broadcast(const Tree& x) {
+  std::string p = default_placement("broadcast");
+  return tree_map([&](const Value& v) { return broadcast(v, p); }, x);
+}
+Tree broadcast(const Tree& x, const std::string& placement) {
+  return tree_map([&](const Value& v) { return broadcast(v, placement); }, x);
+}
+
+Value reduce_sum(const Value& x) { return reduce_with("reduce_sum", x); }
+Value reduce_max(const Value& x) { return reduce_with("reduce_max", x); }
+Value reduce_min(const Value& x) { return reduce_with("reduce_min", x); }
+
+Value reduce_mean(const Value& x) {
+  require_program_scope("reduce_mean");
+  require_placed("reduce_mean", x);
+  if (!is_floating(x.dtype()))
+    throw Error("reduce_mean: operand " + x.type().str() + " is not floating-point; use astype");
+  return emit_reduce_sum(x) / static_cast<double>(x.shape()[0]);
+}
+
+Value reduce_weighted_mean(const Value& x, const Value& w) {
+  require_program_scope("reduce_weighted_mean");
+  require_placed("reduce_weighted_mean", x);
+  require_placed("reduce_weighted_mean", w);
+  const Type xt = x.type(), wt = w.type();
+  if (wt.placement != xt.placement || wt.shape.size() != 1 || wt.shape[0] != xt.shape[0] ||
+      wt.dtype != xt.dtype)
+    throw Error("reduce_weighted_mean: weights " + wt.str() + " must be one " +
+                std::string(dtype_name(xt.dtype)) + " per client of " + xt.str() + ", i.e. " +
+                std::string(dtype_name(xt.dtype)) + "[" + std::to_string(xt.shape[0]) + "]@" +
+                xt.placement);
+  Value weighted = map_fn([](Value xi, Value wi) { return xi * wi; }, x, w);
+  return emit_reduce_sum(weighted) / emit_reduce_sum(w);
+}
+
+Tree reduce_sum(const Tree& x) { return map_leaves(x, reduce_sum); }
+Tree reduce_mean(const Tree& x) { return map_leaves(x, reduce_mean); }
+Tree reduce_max(const Tree& x) { return map_leaves(x, reduce_max); }
+Tree reduce_min(const Tree& x) { return map_leaves(x, reduce_min); }
+Tree reduce_weighted_mean(const Tree& x, const Value& w) {
+  return tree_map([&](const Value& v) { return reduce_weighted_mean(v, w); }, x);
+}
+
+Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
+  require_program_scope("map_fn");
+  Values leaves = leaf_values(Tree::list(args));
+  if (leaves.empty()) throw Error("map_fn: needs at least one placed argument");
+  std::string placement;
+  std::vector<Type> per_client;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    Type t = leaves[i].type();
+    if (t.placement.empty())
+      throw Error("map_fn: argument leaf " + std::to_string(i) + " (" + t.str() +
+                  ") is not placed; broadcast server values with drx::broadcast before mapping");
+    if (!placement.empty() && t.placement != placement)
+      throw Error("map_fn: arguments are placed at different placements: '" + placement +
+                  "' and '" + t.placement + "' (leaf " + std::to_string(i) + ", " + t.str() + ")");
+    placement = t.placement;
+    per_client.emplace_back(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
+  }
+  TracedFn body;
+  {
+    MapBodyScope in_body;
+    body = trace_tree_fn(f, args, per_client, "body");
+  }
+  if (!body.captured.empty()) {
+    Type t = body.captured[0].type();
+    if (!t.placement.empty())
+      throw Error("map_fn: the body uses a value placed at '" + t.placement + "' (" + t.str() +
+                  ") from outside; pass it to map_fn as an argument instead");
+    throw Error("map_fn: the body uses the server value " + t.str() +
+                " from outside; broadcast it (drx::broadcast) and pass it to map_fn as an "
+                "argument");
+  }
+  static const Primitive& p = primitive("map_fn");
+  Values outs = emit(p, leaves,
+                     Params{{"placement", placement},
+                            {"body", std::make_shared<const Program>(std::move(body.program))}});
+  return unflatten_values(body.out_structure, outs);
+}
+
+TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_placements) {
+  return [placements, f = std::move(f), in_placements](const std::vector<Tree>& args) -> Tree {
+    if (!current_trace())
+      throw Error("program: must be called on Values inside a trace (wrap it in drx::jit)");
+    PlacementScope scope(placements);
+    if (!in_placements.empty() && in_placements.size() != args.size())
+      throw Error("program: " + std::to_string(in_placements.size()) +
+                  " in_placements given for " + std::to_string(args.size()) + " arguments");
+    std::vector<Tree> placed;
+    for (size_t a = 0; a < args.size(); ++a) {
+      Values leaves = leaf_values(args[a]);
+      for (size_t i = 0; i < leaves.size(); ++i) {
+        Type t = leaves[i].type();
+        if (!t.placement.empty()) continue;
+        std::string target;
+        if (!in_placements.empty()) {
+          target = in_placements[a];
+          if (!target.empty()) {
+            int64_t n = placement_size(target, "program");
+            if (t.shape.empty() || t.shape[0] != n)
+              throw Error("program: argument " + std::to_string(a) + " (" + t.str() +
+                          ") is to be placed at '" + target + "' but its leading dimension is not " +
+                          std::to_string(n));
+          }
+        } else if (!t.shape.empty()) {
+          int matches = 0;
+          for (const auto& [name, size] : declared_placements())
+            if (size == t.shape[0]) {
+              target = name;
+              ++matches;
+            }
+          if (matches != 1) target.clear();
+        }
+        if (!target.empty()) leaves[i] = place(leaves[i], target);
+      }
+      placed.push_back(unflatten_values(args[a], leaves));
+    }
+    return f(placed);
+  };
+}
+
+}  // namespace drx

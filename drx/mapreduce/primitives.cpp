@@ -1,0 +1,295 @@
+// The MapReduce building blocks as primitives. Their rules close over the
+// family: the derivative of a MapReduce program is a MapReduce program.
+#include <cstring>
+
+#include "drx/mapreduce/mapreduce.h"
+#include "drx/ops/families.h"
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+#include "drx/transforms/simplify.h"
+#include "drx/transforms/transforms.h"
+
+namespace drx {
+namespace {
+
+const Primitive& prim(const char* name) { return primitive(name); }
+
+Type per_client(const Type& t) {
+  Type c(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
+  return c;
+}
+
+void require_placed(const std::string& op, const Type& t, const std::string& placement) {
+  if (t.placement.empty())
+    throw TypeError(op + ": operand " + t.str() +
+                    " is not placed; reduce over a placement takes a placed value (from "
+                    "drx::broadcast or drx::map_fn)");
+  if (t.placement != placement)
+    throw TypeError(op + "[" + placement + "]: operand " + t.str() + " is placed at '" +
+                    t.placement + "'");
+}
+
+// Rows of a placed array (one per client) as contiguous byte ranges.
+size_t row_bytes(const Array& a) {
+  return a.shape().empty() || a.shape()[0] == 0 ? 0 : a.nbytes() / static_cast<size_t>(a.shape()[0]);
+}
+
+// ---- broadcast ------------------------------------------------------------
+class BroadcastPrim : public Primitive {
+ public:
+  BroadcastPrim() : Primitive("broadcast") {}
+  bool placement_aware() const override { return true; }
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 1) throw TypeError("broadcast: takes one operand, got " + std::to_string(ins.size()));
+    const std::string& placement = p.get_string("placement", name());
+    int64_t n = p.get_int("size", name());
+    if (!ins[0].placement.empty())
+      throw TypeError("broadcast: operand " + ins[0].str() + " is already placed at '" +
+                      ins[0].placement + "'; broadcast takes a server (unplaced) value");
+    if (n < 0) throw TypeError("broadcast: negative placement size " + std::to_string(n));
+    Shape s = ins[0].shape;
+    s.insert(s.begin(), n);
+    return {Type(ins[0].dtype, s, placement)};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    int64_t n = p.get_int("size", name());
+    Shape s = ins[0].shape();
+    s.insert(s.begin(), n);
+    Array out(ins[0].dtype(), s);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(static_cast<std::byte*>(out.raw()) + static_cast<size_t>(i) * ins[0].nbytes(),
+                  ins[0].raw(), ins[0].nbytes());
+    return {out};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues& t, const Values&, const Params& p) const override {
+    return {emit1(*this, {*t[0]}, p)};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues& ct, const Params& p) const override {
+    return {emit1(prim("reduce_sum"), {*ct[0]}, Params{{"placement", p.at("placement", name())}})};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t, const Params& p) const override {
+    // [B, ...] becomes [n, B, ...]: the batch lands at axis 1, as placed values carry it.
+    return {{emit1(*this, {ins[0].value}, p), true}};
+  }
+};
+
+// ---- reductions over a placement -----------------------------------------
+enum class Combine { sum, max, min };
+
+template <class T>
+T combine(T a, T b, Combine c) {
+  if (c == Combine::sum) return static_cast<T>(a + b);
+  if (c == Combine::max) return a > b || a != a ? a : b;
+  return a < b || a != a ? a : b;
+}
+
+// Reduces rows [lo, hi) in one canonical binary tree over client indices
+// (split at the largest power of two below the count), so any partition of
+// the clients into aligned blocks reproduces the same bits.
+template <class T>
+void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, Combine c, T* out) {
+  if (hi - lo == 1) {
+    std::memcpy(out, rows + lo * width, static_cast<size_t>(width) * sizeof(T));
+    return;
+  }
+  int64_t half = 1;
+  while (half * 2 < hi - lo) half *= 2;
+  std::vector<T> right(static_cast<size_t>(width));
+  tree_reduce(rows, lo, lo + half, width, c, out);
+  tree_reduce(rows, lo + half, hi, width, c, right.data());
+  for (int64_t k = 0; k < width; ++k) out[k] = combine(out[k], right[static_cast<size_t>(k)], c);
+}
+
+class PlacementReducePrim : public Primitive {
+ public:
+  PlacementReducePrim(const char* name, Combine c) : Primitive(name), combine_(c) {}
+  bool placement_aware() const override { return true; }
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 1) throw TypeError(name() + ": takes one operand, got " + std::to_string(ins.size()));
+    require_placed(name(), ins[0], p.get_string("placement", name()));
+    if (ins[0].dtype == DType::bool_ && combine_ == Combine::sum)
+      throw TypeError(name() + ": operand " + ins[0].str() + " is bool; convert it with astype first");
+    if (combine_ != Combine::sum && ins[0].shape[0] == 0)
+      throw TypeError(name() + ": operand " + ins[0].str() + " has no clients to reduce");
+    return {per_client(ins[0])};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    const Array& x = ins[0];
+    Array out(x.dtype(), Shape(x.shape().begin() + 1, x.shape().end()));
+    int64_t n = x.shape()[0], width = out.size();
+    if (n == 0 || width == 0) return {out};
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      using T = decltype(t);
+      tree_reduce(x.data<T>(), 0, n, width, combine_, out.data<T>());
+    });
+    return {out};
+  }
+  MaybeValues jvp(const Values& x, const MaybeValues& t, const Values& outs,
+                  const Params& p) const override {
+    if (combine_ == Combine::sum) return {emit1(*this, {*t[0]}, p)};
+    Value mask = ties(x[0], outs[0]);
+    Value picked = where(mask, *t[0], zeros_like(*t[0]));
+    return {emit_reduce_sum(picked) / emit_reduce_sum(astype(mask, x[0].dtype()))};
+  }
+  MaybeValues vjp(const Values& x, const Values& outs, const MaybeValues& ct,
+                  const Params& p) const override {
+    int64_t n = x[0].shape()[0];
+    Params bp{{"placement", p.at("placement", name())}, {"size", n}};
+    Value spread = emit1(prim("broadcast"), {*ct[0]}, bp);
+    if (combine_ == Combine::sum) return {spread};
+    Value mask = ties(x[0], outs[0]);
+    Value count = emit1(prim("broadcast"), {emit_reduce_sum(astype(mask, x[0].dtype()))}, bp);
+    return {where(mask, spread / count, zeros_like(spread))};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t, const Params& p) const override {
+    // [n, B, ...] reduces to [B, ...]: the batch is back at axis 0.
+    return {{emit1(*this, {ins[0].value}, p), true}};
+  }
+
+ private:
+  // Where x attains the reduced value (derivatives are shared among ties).
+  static Value ties(const Value& x, const Value& reduced) {
+    Params bp{{"placement", x.type().placement}, {"size", x.shape()[0]}};
+    return equal(x, emit1(prim("broadcast"), {reduced}, bp));
+  }
+  Combine combine_;
+};
+
+// ---- map_fn ---------------------------------------------------------------
+std::shared_ptr<const Program> simplified(Program p) {
+  return std::make_shared<const Program>(simplify(p));
+}
+
+class MapFnPrim : public Primitive {
+ public:
+  MapFnPrim() : Primitive("map_fn") {}
+  bool placement_aware() const override { return true; }
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    const std::string& placement = p.get_string("placement", name());
+    const Program& body = p.get_program("body", name());
+    if (ins.size() != body.inputs.size())
+      throw TypeError("map_fn: " + std::to_string(ins.size()) + " operands for a body @" +
+                      body.name + " of " + std::to_string(body.inputs.size()) + " inputs");
+    if (ins.empty()) throw TypeError("map_fn: needs at least one placed operand");
+    int64_t n = -1;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Type& t = ins[i];
+      if (t.placement.empty())
+        throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
+                        ") is not placed; broadcast server values with drx::broadcast before "
+                        "mapping");
+      if (t.placement != placement)
+        throw TypeError("map_fn[" + placement + "]: operand " + std::to_string(i) + " (" +
+                        t.str() + ") is placed at '" + t.placement + "'");
+      if (n >= 0 && t.shape[0] != n)
+        throw TypeError("map_fn: placed operands have different sizes: " + std::to_string(n) +
+                        " and " + std::to_string(t.shape[0]) + " (operand " + std::to_string(i) +
+                        ", " + t.str() + ")");
+      n = t.shape[0];
+      const Type& want = body.type_of(body.inputs[i]);
+      if (per_client(t) != want)
+        throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
+                        ") gives per-client values of type " + per_client(t).str() + ", body @" +
+                        body.name + " expects " + want.str());
+    }
+    std::vector<Type> outs;
+    for (int v : body.outputs) {
+      Type t = body.type_of(v);
+      t.shape.insert(t.shape.begin(), n);
+      t.placement = placement;
+      outs.push_back(t);
+    }
+    return outs;
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const Program& body = p.get_program("body", name());
+    int64_t n = ins[0].shape()[0];
+    std::vector<Array> outs;
+    for (int v : body.outputs) {
+      Shape s = body.type_of(v).shape;
+      s.insert(s.begin(), n);
+      outs.emplace_back(body.type_of(v).dtype, s);
+    }
+    std::vector<Array> slice(ins.size());
+    for (int64_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < ins.size(); ++k) {
+        slice[k] = Array(ins[k].dtype(), per_client(Type(ins[k].dtype(), ins[k].shape())).shape);
+        std::memcpy(slice[k].raw(),
+                    static_cast<const std::byte*>(ins[k].raw()) + static_cast<size_t>(i) * row_bytes(ins[k]),
+                    row_bytes(ins[k]));
+      }
+      std::vector<Array> r = interpret(body, slice);
+      for (size_t k = 0; k < outs.size(); ++k)
+        std::memcpy(static_cast<std::byte*>(outs[k].raw()) + static_cast<size_t>(i) * r[k].nbytes(),
+                    r[k].raw(), r[k].nbytes());
+    }
+    return outs;
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params& p) const override {
+    const Program& body = p.get_program("body", name());
+    std::vector<bool> has(tangents.size());
+    Values args = primals;
+    for (size_t i = 0; i < tangents.size(); ++i) {
+      has[i] = tangents[i].has_value() && carries_derivative(primals[i].type());
+      if (has[i]) args.push_back(*tangents[i]);
+    }
+    Params bp = p;
+    bp.set("body", simplified(jvp_program(body, has, /*tangents_only=*/true)));
+    Values t = emit(*this, args, bp);
+    MaybeValues r(t.begin(), t.end());
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!carries_derivative(outs[i].type())) r[i] = std::nullopt;
+    return r;
+  }
+
+  MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
+                  const Params& p) const override {
+    const Program& body = p.get_program("body", name());
+    std::vector<bool> wrt, has;
+    Values args = primals;
+    for (const Value& x : primals) wrt.push_back(carries_derivative(x.type()));
+    for (const MaybeValue& c : cts) {
+      has.push_back(c.has_value());
+      if (c) args.push_back(*c);
+    }
+    Params bp = p;
+    bp.set("body", simplified(vjp_program(body, wrt, has, /*cotangents_only=*/true)));
+    Values r = emit(*this, args, bp);
+    MaybeValues result;
+    size_t k = 0;
+    for (bool w : wrt) result.push_back(w ? MaybeValue(r[k++]) : std::nullopt);
+    return result;
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& p) const override {
+    std::vector<bool> batched;
+    Values args;
+    for (const Batched& b : ins) {
+      batched.push_back(b.batched);
+      args.push_back(b.value);
+    }
+    Params bp = p;
+    bp.set("body", std::make_shared<const Program>(
+                       vmap_program(p.get_program("body", name()), batched, batch_size)));
+    std::vector<Batched> r;
+    for (const Value& v : emit(*this, args, bp)) r.push_back({v, true});
+    return r;
+  }
+};
+
+}  // namespace
+
+void register_mapreduce(Registry& r) {
+  r.add(std::make_unique<BroadcastPrim>());
+  r.add(std::make_unique<PlacementReducePrim>("reduce_sum", Combine::sum));
+  r.add(std::make_unique<PlacementReducePrim>("reduce_max", Combine::max));
+  r.add(std::make_unique<PlacementReducePrim>("reduce_min", Combine::min));
+  r.add(std::make_unique<MapFnPrim>());
+}
+
+}  // namespace drx

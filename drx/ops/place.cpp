@@ -1,0 +1,64 @@
+// `place`: retypes a value as placed at a placement (or unplaced again). It is
+// how program arguments enter a placement and how numbers meet placed values.
+#include "drx/ops/families.h"
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+
+namespace drx {
+namespace {
+
+class PlacePrim : public Primitive {
+ public:
+  PlacePrim() : Primitive("place") {}
+  bool placement_aware() const override { return true; }
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.size() != 1)
+      throw TypeError("place: takes one operand, got " + std::to_string(ins.size()));
+    const std::string& target = p.get_string("placement", name());
+    Type t = ins[0];
+    if (!target.empty() && !t.placement.empty())
+      throw TypeError("place: operand " + t.str() + " is already placed; unplace it first");
+    if (target.empty() && t.placement.empty())
+      throw TypeError("place: operand " + t.str() + " is not placed, so it cannot be unplaced");
+    if (!target.empty() && t.shape.empty())
+      throw TypeError("place: a scalar (" + t.str() + ") has no leading axis to place at '" +
+                      target + "'");
+    t.placement = target;
+    return {t};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    return {ins[0]};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues& t, const Values&,
+                  const Params& p) const override {
+    return {place(*t[0], p.get_string("placement", name()))};
+  }
+  MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& ct,
+                  const Params&) const override {
+    return {place(*ct[0], primals[0].type().placement)};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& p) const override {
+    // Unplaced values carry the batch at axis 0, placed ones at axis 1.
+    Value v = ins[0].value;
+    std::vector<int64_t> swap01;
+    for (int64_t i = 0; i < v.ndim(); ++i) swap01.push_back(i);
+    std::swap(swap01[0], swap01[1]);
+    const std::string& target = p.get_string("placement", name());
+    if (!target.empty()) return {{place(transpose(v, swap01), target), true}};
+    return {{transpose(place(v, ""), swap01), true}};
+  }
+};
+
+}  // namespace
+
+void register_placement_cast(Registry& r) { r.add(std::make_unique<PlacePrim>()); }
+
+Value place(const Value& x, const std::string& placement) {
+  static const Primitive& p = primitive("place");
+  if (x.type().placement == placement) return x;
+  return emit1(p, {x}, Params{{"placement", placement}});
+}
+
+}  // namespace drx

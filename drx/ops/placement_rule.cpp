@@ -1,0 +1,42 @@
+#include "drx/ops/primitive.h"
+
+namespace drx {
+
+std::vector<Type> Primitive::infer_types(const std::vector<Type>& ins, const Params& params) const {
+  std::vector<Type> outs = infer(ins, params);
+  if (placement_aware()) return outs;
+  const Type* placed = nullptr;
+  const Type* unplaced = nullptr;
+  for (const Type& t : ins) {
+    if (t.placement.empty()) {
+      unplaced = &t;
+      continue;
+    }
+    if (placed && t.placement != placed->placement)
+      throw TypeError(name() + ": operands are placed at different placements (" + placed->str() +
+                      " and " + t.str() + "); move values between placements explicitly");
+    placed = &t;
+  }
+  if (!placed) {
+    for (Type& t : outs) t.placement.clear();
+    return outs;
+  }
+  if (unplaced)
+    throw TypeError(name() + ": mixes a placed operand (" + placed->str() +
+                    ") with an unplaced one (" + unplaced->str() +
+                    "); broadcast the unplaced value to '" + placed->placement +
+                    "' first (drx::broadcast)");
+  int64_t n = placed->shape.at(0);
+  for (Type& t : outs) {
+    if (t.shape.empty() || t.shape[0] != n)
+      throw TypeError(name() + " on values placed at '" + placed->placement +
+                      "' must keep the leading (placement) axis of size " + std::to_string(n) +
+                      ", but gives " + t.str() +
+                      "; leave a placement with drx::reduce_sum/reduce_mean, or work per client "
+                      "inside drx::map_fn");
+    t.placement = placed->placement;
+  }
+  return outs;
+}
+
+}  // namespace drx
