@@ -109,16 +109,7 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   TracedFn body;
   {
     MapBodyScope in_body;
-    body = trace_tree_fn(f, args, per_client, "body");
-  }
-  if (!body.captured.empty()) {
-    Type t = body.captured[0].type();
-    if (!t.placement.empty())
-      throw Error("map_fn: the body uses a value placed at '" + t.placement + "' (" + t.str() +
-                  ") from outside; pass it to map_fn as an argument instead");
-    throw Error("map_fn: the body uses the server value " + t.str() +
-                " from outside; broadcast it (drx::broadcast) and pass it to map_fn as an "
-                "argument");
+    body = trace_tree_fn(f, args, per_client, "body", "map_fn");
   }
   static const Primitive& p = primitive("map_fn");
   Values outs = emit(p, leaves,

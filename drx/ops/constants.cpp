@@ -83,7 +83,7 @@ Value scalar_like(const Value& x, double v) {
   const Type& t = x.type();
   if (t.placement.empty()) return constant(full({}, v, t.dtype));
   // A number next to a placed value is a server constant broadcast to every client.
-  return place(fill(Shape(t.shape), v, t.dtype), t.placement);
+  return full_like(x, v);
 }
 
 Value fill(const Shape& shape, double value, DType dtype) {
@@ -91,8 +91,13 @@ Value fill(const Shape& shape, double value, DType dtype) {
   return shape.empty() ? s : broadcast_in_dim(s, shape, {});
 }
 
-Value zeros_like(const Value& x) { return fill(x.shape(), 0.0, x.dtype()); }
-Value ones_like(const Value& x) { return fill(x.shape(), 1.0, x.dtype()); }
+Value full_like(const Value& x, double value) {
+  Type t = x.type();
+  Value v = fill(t.shape, value, t.dtype);
+  return t.placement.empty() ? v : place(v, t.placement);
+}
+Value zeros_like(const Value& x) { return full_like(x, 0.0); }
+Value ones_like(const Value& x) { return full_like(x, 1.0); }
 
 Value iota(const Shape& shape, int64_t dimension, DType dtype) {
   static const Primitive& p = primitive("iota");

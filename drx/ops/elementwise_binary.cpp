@@ -153,11 +153,11 @@ Value min_partial(int i, const Value& a, const Value& b, const Value&, const Val
 // a^b factor is 0).
 Value pow_partial(int i, const Value& a, const Value& b, const Value& y, const Value& t) {
   if (i == 0) {
-    Value zero = filled_like(b, 0.0);
-    Value safe_b = where(equal(b, zero), filled_like(b, 1.0), b);
+    Value zero = full_like(b, 0.0);
+    Value safe_b = where(equal(b, zero), full_like(b, 1.0), b);
     return t * where(equal(b, zero), zero, safe_b * pow(a, b - 1.0));
   }
-  Value safe_a = where(equal(a, filled_like(a, 0.0)), filled_like(a, 1.0), a);
+  Value safe_a = where(equal(a, full_like(a, 0.0)), full_like(a, 1.0), a);
   return t * (log(safe_a) * y);
 }
 

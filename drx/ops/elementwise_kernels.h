@@ -159,10 +159,6 @@ bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& 
 // fill() with a copy of x's shape. Not zeros_like(x): that passes fill() a
 // reference to x's shape inside the trace, which the constant fill() emits
 // first can reallocate away.
-inline Value filled_like(const Value& x, double v) {
-  Shape shape = x.shape();
-  return fill(shape, v, x.dtype());
-}
 
 void register_unary(Registry& r);
 void register_binary(Registry& r);

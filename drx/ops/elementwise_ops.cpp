@@ -127,7 +127,7 @@ Value square(const Value& x) { return mul(x, x); }
 // Not maximum(x, 0): that splits the gradient at x == 0 in half (max's tie
 // rule), while JAX and PyTorch give relu'(0) = 0. This form keeps NaN too.
 Value relu(const Value& x) {
-  Value zero = elementwise::filled_like(x, 0.0);
+  Value zero = full_like(x, 0.0);
   return where(less_equal(x, zero), zero, x);
 }
 

@@ -121,13 +121,13 @@ class SelectPrim : public Primitive {
     const MaybeValue& tt = tangents[1];
     const MaybeValue& tf = tangents[2];
     if ((!tt && !tf) || !is_floating(outs[0].dtype())) return {std::nullopt};
-    return {where(primals[0], tt ? *tt : filled_like(*tf, 0.0), tf ? *tf : filled_like(*tt, 0.0))};
+    return {where(primals[0], tt ? *tt : full_like(*tf, 0.0), tf ? *tf : full_like(*tt, 0.0))};
   }
 
   MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
                   const Params&) const override {
     if (!cts[0] || !is_floating(outs[0].dtype())) return {std::nullopt, std::nullopt, std::nullopt};
-    Value zero = filled_like(*cts[0], 0.0);
+    Value zero = full_like(*cts[0], 0.0);
     return {std::nullopt, where(primals[0], *cts[0], zero), where(primals[0], zero, *cts[0])};
   }
 

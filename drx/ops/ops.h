@@ -14,6 +14,8 @@ namespace drx {
 Value constant(const Array& value);
 // A scalar of `dtype` broadcast to `shape`.
 Value fill(const Shape& shape, double value, DType dtype);
+// x's type (placement included), every element `value`.
+Value full_like(const Value& x, double value);
 Value zeros_like(const Value& x);
 Value ones_like(const Value& x);
 // [0, 1, ..., n-1]

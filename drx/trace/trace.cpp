@@ -73,6 +73,15 @@ int resolve_in(TraceState& t, const Value& v, const std::string& op) {
                      "Value escape the function that was transformed?)");
   auto key = std::make_pair(static_cast<const TraceState*>(owner), v.id());
   if (auto it = t.capture_vars.find(key); it != t.capture_vars.end()) return it->second;
+  if (!t.closed_for.empty()) {
+    const Type& ty = v.type();
+    if (!ty.placement.empty())
+      throw Error(t.closed_for + ": the body uses a value placed at '" + ty.placement + "' (" +
+                  ty.str() + ") from outside; pass it to " + t.closed_for + " as an argument");
+    throw Error(t.closed_for + ": the body uses the server value " + ty.str() +
+                " from outside; broadcast it (drx::broadcast) and pass it to " + t.closed_for +
+                " as an argument");
+  }
   // Capture in the parent first so the captured Value belongs to our parent.
   Value outer = v;
   if (owner != t.parent) outer = Value(t.parent->self.lock(), resolve_in(*t.parent, v, op));
@@ -130,8 +139,10 @@ Value emit1(const Primitive& prim, const Values& ins, Params params) {
 }
 
 Traced trace_function(const std::function<std::vector<Value>(const std::vector<Value>&)>& fn,
-                      const std::vector<Type>& in_types, const std::string& name) {
+                      const std::vector<Type>& in_types, const std::string& name,
+                      const std::string& closed_for) {
   TraceScope scope;
+  scope.state()->closed_for = closed_for;
   std::vector<Value> args;
   for (const Type& t : in_types) args.push_back(scope.add_input(t));
   std::vector<Value> outs = fn(args);

@@ -1,6 +1,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <string>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -22,6 +23,9 @@ struct TraceState {
   std::vector<Value> captured;  // Values of the parent trace
   std::map<std::pair<const TraceState*, int>, int> capture_vars;
   std::vector<int> captured_inputs;  // local vars of the captures
+  // Set for map_fn bodies, which must be closed: a capture is an error
+  // thrown with this op name.
+  std::string closed_for;
 };
 
 // Pushes a fresh child trace of the current one for its lifetime.
@@ -55,8 +59,10 @@ struct Traced {
   std::vector<Value> captured;  // pass after the explicit arguments when inlining
 };
 // Traces `fn` on fresh inputs of `in_types`.
+// closed_for: non-empty to forbid captures (see TraceState::closed_for).
 Traced trace_function(const std::function<std::vector<Value>(const std::vector<Value>&)>& fn,
-                      const std::vector<Type>& in_types, const std::string& name = "main");
+                      const std::vector<Type>& in_types, const std::string& name = "main",
+                      const std::string& closed_for = "");
 // Replays `p`'s equations in the current trace on `args` (one per input).
 std::vector<Value> inline_program(const Program& p, const std::vector<Value>& args);
 

@@ -27,7 +27,8 @@ Tree unflatten_values(const Tree& structure, const Values& leaves) {
 }
 
 TracedFn trace_tree_fn(const TreeFn& f, const std::vector<Tree>& args,
-                       const std::vector<Type>& types, const std::string& name) {
+                       const std::vector<Type>& types, const std::string& name,
+                       const std::string& closed_for) {
   Tree structure = Tree::list(args);
   TracedFn r;
   Traced t = trace_function(
@@ -36,7 +37,7 @@ TracedFn trace_tree_fn(const TreeFn& f, const std::vector<Tree>& args,
         r.out_structure = f(in.children());
         return leaf_values(r.out_structure);
       },
-      types, name);
+      types, name, closed_for);
   r.program = std::move(t.program);
   r.captured = std::move(t.captured);
   return r;

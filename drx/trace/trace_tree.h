@@ -17,7 +17,8 @@ struct TracedFn {
 // Traces f on fresh inputs: arguments shaped like `args` (structure only),
 // with one input of `leaf_types[i]` per leaf.
 TracedFn trace_tree_fn(const TreeFn& f, const std::vector<Tree>& args,
-                       const std::vector<Type>& leaf_types, const std::string& name = "main");
+                       const std::vector<Type>& leaf_types, const std::string& name = "main",
+                       const std::string& closed_for = "");
 std::vector<Type> leaf_types(const std::vector<Tree>& args);
 // Rebuilds trees from flat Values.
 Tree unflatten_values(const Tree& structure, const Values& leaves);
