@@ -43,6 +43,7 @@ class Simplifier {
     for (const Eqn& e0 : in_.eqns) {
       Eqn e = e0;
       for (int& v : e.ins) v = alias_[static_cast<size_t>(v)];
+      simplify_bodies(e);
       if (e.outs.size() == 1) {
         if (std::optional<int> same = algebraic_identity(e)) {
           alias_[static_cast<size_t>(e.outs[0])] = *same;
@@ -77,6 +78,15 @@ class Simplifier {
   }
 
   const Type& type(int v) const { return in_.type_of(v); }
+
+  // Sub-programs (map_fn bodies) are simplified too.
+  static void simplify_bodies(Eqn& e) {
+    std::vector<std::pair<std::string, std::shared_ptr<const Program>>> bodies;
+    for (const auto& [key, attr] : e.params.items())
+      if (const auto* body = std::get_if<std::shared_ptr<const Program>>(&attr))
+        bodies.emplace_back(key, std::make_shared<const Program>(simplify(**body)));
+    for (auto& [key, body] : bodies) e.params.set(key, body);
+  }
 
   // x*1, 1*x, x/1, x+0, 0+x, x-0, no-op reshapes/transposes/converts/broadcasts.
   std::optional<int> algebraic_identity(const Eqn& e) const {
