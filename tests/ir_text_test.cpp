@@ -137,17 +137,20 @@ std::vector<Case> coverage_cases() {
                      return {grad(loss)(a[0], a[1])};
                    },
                    {f32t({3, 4}), f32t({2, 3})}});
-  cases.push_back(
-      {"mapreduce",
-       [](const std::vector<Value>& a) -> std::vector<Value> {
-         auto round = program({{"clients", 3}}, [](Value w, Value xs) -> std::vector<Value> {
-           Value local = map_fn([](Value wi, Value xi) { return tanh(wi * xi); }, broadcast(w), xs);
-           return {reduce_sum(local), reduce_mean(local), reduce_max(local), reduce_min(local),
-                   place(local, "")};
-         }, {"", "clients"});
-         return round(a[0], a[1]);
-       },
-       {f32t({2}), f32t({3, 2})}});
+  cases.push_back({"mapreduce",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     auto round = program(
+                         {{"clients", 3}},
+                         [](Value w, Value xs) -> std::vector<Value> {
+                           Value local = map_fn([](Value wi, Value xi) { return tanh(wi * xi); },
+                                                broadcast(w), xs);
+                           return {reduce_sum(local), reduce_mean(local), reduce_max(local),
+                                   reduce_min(local), place(local, "")};
+                         },
+                         {"", "clients"});
+                     return round(a[0], a[1]);
+                   },
+                   {f32t({2}), f32t({3, 2})}});
   return cases;
 }
 
@@ -500,6 +503,9 @@ TEST(IrText, BadTypesAreParseErrors) {
   EXPECT_TRUE(ParseFails("program @m (%0: f32) -> () {\n  return\n}", {"expected '['"}));
   EXPECT_TRUE(
       ParseFails("program @m (%0: f32[1.5]) -> () {\n  return\n}", {"a dimension", "found '1.5'"}));
+  // The placement is the leading axis, so a placed scalar is malformed.
+  EXPECT_TRUE(ParseFails("program @m [c=3] (%0: f32[]@c) -> () {\n  return\n}",
+                         {"line 1:28", "f32[]@c is placed but has no leading"}));
 }
 
 TEST(IrText, UnknownOperationIsAParseError) {
@@ -680,6 +686,10 @@ TEST(Verify, RejectsRedefinitionAndOutOfRangeVariables) {
   Program s = neg_add_program();
   s.inputs.push_back(s.inputs[0]);
   EXPECT_TRUE(VerifyFails(s, {"input 1", "already an earlier input"}));
+
+  Program t = neg_add_program();
+  t.var_types[static_cast<size_t>(t.inputs[0])] = Type(DType::f32, {}, "clients");
+  EXPECT_TRUE(VerifyFails(t, {"input 0", "f32[]@clients is placed but has no leading"}));
 }
 
 TEST(Verify, RejectsWrongArityNamingTheEquation) {

@@ -454,7 +454,11 @@ class Parser {
     Type t;
     t.dtype = parse_dtype("a type such as f32[2,3] " + context);
     t.shape = parse_dims("of a type " + context);
-    if (peek().kind == Tok::global) t.placement = next().text;
+    if (peek().kind == Tok::global) {
+      const Token& at = next();
+      t.placement = at.text;
+      if (std::string problem = text::type_problem(t); !problem.empty()) fail_at(at, problem);
+    }
     return t;
   }
 

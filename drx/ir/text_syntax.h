@@ -86,6 +86,14 @@ inline std::string type_text(const Type& t) {
   return s;
 }
 
+// Why `t` cannot be a value's type, or "" if it can: a placed value carries its
+// placement as the leading axis, so it has at least one dimension.
+inline std::string type_problem(const Type& t) {
+  if (!t.placement.empty() && t.shape.empty())
+    return "type " + type_text(t) + " is placed but has no leading (placement) axis";
+  return {};
+}
+
 // One equation with the program's own variable numbers and sub-programs by
 // their own names: for messages about programs that may not be well formed.
 std::string raw_eqn_text(const Program& p, const Eqn& e);

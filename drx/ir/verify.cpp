@@ -49,6 +49,8 @@ class Verifier {
       if (defined[static_cast<size_t>(v)])
         throw TypeError(header(p) + "input " + std::to_string(i) + " " + var(v) +
                         " is already an earlier input (each variable is defined once)");
+      if (std::string problem = text::type_problem(p.type_of(v)); !problem.empty())
+        throw TypeError(header(p) + "input " + std::to_string(i) + " " + var(v) + ": " + problem);
       defined[static_cast<size_t>(v)] = 1;
     }
 
