@@ -20,6 +20,8 @@ Type per_client(const Type& t) {
 }
 
 void require_placed(const std::string& op, const Type& t, const std::string& placement) {
+  if (!t.placement.empty() && t.shape.empty())
+    throw TypeError(op + ": operand " + t.str() + " is placed but has no leading (placement) axis");
   if (t.placement.empty())
     throw TypeError(op + ": operand " + t.str() +
                     " is not placed; reduce over a placement takes a placed value (from "
@@ -179,6 +181,9 @@ class MapFnPrim : public Primitive {
         throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
                         ") is not placed; broadcast server values with drx::broadcast before "
                         "mapping");
+      if (t.shape.empty())
+        throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
+                        ") is placed but has no leading (placement) axis");
       if (t.placement != placement)
         throw TypeError("map_fn[" + placement + "]: operand " + std::to_string(i) + " (" +
                         t.str() + ") is placed at '" + t.placement + "'");
