@@ -26,7 +26,7 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 if [[ "$sanitize" == "1" ]]; then
   stage "sanitizers (build-asan/, ASan+UBSan)"
   cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_BUILD_TYPE=Debug
   cmake --build build-asan -j "$jobs" --target drx_tests drx_cli
   # One process for the whole suite: ASan start-up per test would dominate.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
