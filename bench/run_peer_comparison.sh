@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# W1 side by side in one run: the PyTorch peer (shared/peers/torch_fedavg.py,
+# every variant) and drx (bench/fedavg_w1.cpp), same sizes, then a table of
+# seconds per round, GFLOP/s and the speed-up of drx over the best peer variant.
+#
+#   bash bench/run_peer_comparison.sh            # full W1, builds drx (Release)
+#   bash bench/run_peer_comparison.sh --smoke    # tiny sizes; no torch -> peer skipped
+#
+# Options: --smoke, --rounds N, --cohort N, --steps N, --batch N, --hidden N
+# (passed to both sides), --threads N (the peer's torch threads; default: every
+# core, the strongest peer), --exe PATH (use this drx_fedavg_w1 instead of building), --no-peer.
+# Environment: BUILD_DIR (default build-bench at the root), JOBS (default 2),
+# PEER (the peer script; default ../shared/peers/torch_fedavg.py next to the
+# repository), PYTHON (default /usr/bin/python3, where Debian's torch lives).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build-bench}"
+python="${PYTHON:-/usr/bin/python3}"
+peer="${PEER:-$(cd "$root/.." && pwd)/shared/peers/torch_fedavg.py}"
+
+smoke=0 no_peer=0 exe="" threads=""
+sizes=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --no-peer) no_peer=1 ;;
+    --exe) exe="${2:?--exe needs a path}"; shift ;;
+    --threads) threads="${2:?--threads needs a value}"; shift ;;
+    --rounds|--cohort|--steps|--batch|--hidden) sizes+=("$1" "${2:?$1 needs a value}"); shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_peer_comparison: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# The smoke sizes of fedavg_w1 --smoke, spelled out so the peer runs the same.
+if [[ $smoke == 1 ]]; then
+  sizes=(--cohort 4 --steps 2 --batch 8 --hidden 16 --rounds 2 "${sizes[@]}")
+fi
+
+if [[ -z "$exe" ]]; then
+  generator=()
+  if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+  if [[ ! -f "$build/CMakeCache.txt" ]]; then
+    cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDRX_BUILD_BENCH=ON \
+      -DDRX_BUILD_TESTS=OFF -DDRX_BUILD_EXAMPLES=OFF >/dev/null
+  fi
+  cmake --build "$build" --target drx_fedavg_w1 -j "${JOBS:-2}" >/dev/null
+  exe="$build/bench/drx_fedavg_w1"
+fi
+[[ -x "$exe" ]] || { echo "run_peer_comparison: no executable at $exe" >&2; exit 1; }
+
+results="$(mktemp)"
+trap 'rm -f "$results"' EXIT
+
+# Other load skews wall-clock times; the load average says how much there was.
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
+if [[ $no_peer == 1 ]]; then
+  echo "== peer: skipped (--no-peer)"
+elif [[ ! -f "$peer" ]]; then
+  if [[ $smoke == 1 ]]; then echo "== peer: skipped, $peer not found"
+  else echo "run_peer_comparison: peer script $peer not found (set PEER=...)" >&2; exit 1; fi
+elif ! "$python" -c 'import torch, functorch' >/dev/null 2>&1; then
+  if [[ $smoke == 1 ]]; then
+    echo "== peer: skipped, PyTorch is not installed for $python (bash scripts/setup_bench.sh installs it)"
+  else
+    echo "run_peer_comparison: PyTorch is not installed for $python;" \
+      "run bash scripts/setup_bench.sh, or pass --no-peer" >&2
+    exit 1
+  fi
+else
+  echo "== peer: $peer"
+  peer_args=("${sizes[@]}" --variant both)
+  peer_args+=(--threads "${threads:-$(nproc)}")
+  "$python" "$peer" "${peer_args[@]}" | tee -a "$results"
+fi
+
+echo "== drx: $exe"
+drx_args=(--json "${sizes[@]}")
+# The smoke run also checks the drx round against its float64 reference.
+[[ $smoke == 1 ]] && drx_args+=(--check --sgemm-n 128 --dispatch-calls 500)
+"$exe" "${drx_args[@]}" | tee -a "$results"
+
+echo
+python3 - "$results" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+w1 = [r for r in rows if "peer" in r or r.get("bench") == "drx-w1"]
+peers = [r for r in w1 if "peer" in r]
+drx = [r for r in w1 if "bench" in r]
+best = min(peers, key=lambda r: r["median_s"]) if peers else None
+print(f"{'variant':<16} {'threads':>7} {'s/round (median)':>17} {'s/round (min)':>14} "
+      f"{'GFLOP/s':>9} {'peer_best / this':>17}")
+for r in w1:
+    name = r.get("peer") or r["bench"]
+    ratio = f"{best['median_s'] / r['median_s']:.3f}" if best else "-"
+    threads = r.get("threads", "-")
+    print(f"{name:<16} {threads:>7} {r['median_s']:>17.5f} {r['min_s']:>14.5f} {r['gflops']:>9.3f} {ratio:>17}")
+if drx:
+    d = drx[0]
+    print(f"\ndrx: first call (trace + compile + one round) {d['first_call_s']:.3f} s; "
+          f"CPU time per round (median) {d['cpu_median_s']:.5f} s")
+if best and drx:
+    print(f"W1 speed-up of drx over the best peer variant ({best['peer']}): "
+          f"{best['median_s'] / drx[0]['median_s']:.3f}x (issue 5 target: >= 2.5x)")
+for r in rows:
+    if r.get("bench") == "sgemm":
+        if "skipped" in r: print(f"sgemm: skipped ({r['skipped']})")
+        else: print(f"sgemm {r['n']}^3 ({r['blas']}, {r['threads']} threads): {r['gflops']:.2f} GFLOP/s")
+    if r.get("bench") == "jit-dispatch":
+        print(f"jit dispatch, {r['ops']}-op program on {r['shape']}: {r['us_per_call']:.2f} us/call "
+              f"(target: < 20 us)")
+if not drx:
+    sys.exit("run_peer_comparison: drx produced no W1 result")
+EOF
