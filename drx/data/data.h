@@ -1,0 +1,6 @@
+#pragma once
+// drx::data: Fashion-MNIST loading, federated partitions, cohort sampling and batching.
+#include "drx/data/batching.h"
+#include "drx/data/idx.h"
+#include "drx/data/partition.h"
+#include "drx/data/sampling.h"
