@@ -3,6 +3,7 @@
 #include "drx/array/array.h"
 #include "drx/array/dtype.h"
 #include "drx/array/error.h"
+#include "drx/data/data.h"
 #include "drx/ir/program.h"
 #include "drx/ir/type.h"
 #include "drx/mapreduce/mapreduce.h"
