@@ -1,5 +1,6 @@
 #include "drx/trace/jit.h"
 
+#include "drx/exec/executable.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
 #include "drx/trace/trace_tree.h"
@@ -77,10 +78,13 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     TracedFn t = trace_tree_fn(fn_, args, types, "jit");
     Program p = std::move(t.program);
     Tree out = std::move(t.out_structure);
-    entry = &entries_.emplace(key, Entry{key, simplify(p), out}).first->second;
+    Program simplified = simplify(p);
+    auto executable = std::make_shared<const Executable>(simplified);
+    entry = &entries_.emplace(key, Entry{key, std::move(simplified), out, std::move(executable)})
+                 .first->second;
   }
   last_ = entry;
-  std::vector<Array> results = interpret(entry->program, arrays);
+  std::vector<Array> results = entry->executable->run(arrays);
   std::vector<Tree> out_leaves(results.begin(), results.end());
   return tree_unflatten(entry->out_structure, out_leaves);
 }

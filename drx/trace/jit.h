@@ -11,6 +11,8 @@
 
 namespace drx {
 
+class Executable;
+
 // Traces a function on inputs of the given types: one type per argument, except
 // that a last argument of type std::vector<Value> takes all remaining types
 // (so f(std::vector<Value>) takes them all). A TreeFn gets one leaf per type.
@@ -58,6 +60,7 @@ class JitCache {
     std::string key;
     Program program;
     Tree out_structure;
+    std::shared_ptr<const Executable> executable;  // program, compiled (drx/exec)
   };
   TreeFn fn_;
   std::unordered_map<std::string, Entry> entries_;

@@ -1,0 +1,132 @@
+// Static buffer planning: which variables share memory, decided once per
+// program so that a call allocates nothing but its results.
+//
+// A pooled buffer is freed for reuse after the last equation that reads any
+// variable living in it (views extend their operand's life). An elementwise
+// result takes over the buffer of an operand that dies at that equation and
+// has exactly its type, so chains like exp(x * y + z) run in one buffer.
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "drx/exec/plan.h"
+
+namespace drx::exec {
+
+void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector<bool>& fallback) {
+  const Program& p = plan.program;
+  std::vector<VarInfo>& vars = plan.vars;
+  const size_t n = vars.size();
+  const int num_eqns = static_cast<int>(p.eqns.size());
+
+  std::vector<int> last(n, -1), def(n, -1);
+  std::vector<bool> is_output(n, false);
+  for (int i = 0; i < num_eqns; ++i) {
+    for (int v : p.eqns[static_cast<size_t>(i)].ins) last[static_cast<size_t>(v)] = i;
+    for (int v : p.eqns[static_cast<size_t>(i)].outs) def[static_cast<size_t>(v)] = i;
+  }
+  for (int v : p.outputs) is_output[static_cast<size_t>(v)] = true;
+
+  // Storage classes, and the variable whose storage each one lives in.
+  std::vector<int> root(n);
+  for (size_t v = 0; v < n; ++v) root[v] = static_cast<int>(v);
+  for (int v : p.inputs) vars[static_cast<size_t>(v)].storage = Storage::input;
+  for (int i = 0; i < num_eqns; ++i) {
+    const Eqn& e = p.eqns[static_cast<size_t>(i)];
+    for (size_t k = 0; k < e.outs.size(); ++k) {
+      const size_t o = static_cast<size_t>(e.outs[k]);
+      Storage& s = vars[o].storage;
+      if (s == Storage::constant) continue;
+      if (is_output[o]) {
+        s = Storage::output;
+      } else if (fallback[static_cast<size_t>(i)]) {
+        s = Storage::dynamic;
+      } else if (alias[static_cast<size_t>(i)] == Alias::view && k == 0) {
+        s = Storage::view;
+        root[o] = root[static_cast<size_t>(e.ins[0])];
+      } else {
+        s = Storage::pooled;
+      }
+    }
+  }
+
+  // The equation after which a storage is no longer read.
+  std::vector<int> end(n, -1);
+  for (size_t v = 0; v < n; ++v) {
+    int until = is_output[v] ? num_eqns : std::max(last[v], def[v]);
+    int& e = end[static_cast<size_t>(root[v])];
+    e = std::max(e, until);
+  }
+
+  using Key = std::pair<DType, Shape>;
+  std::map<Key, std::vector<int>> free_buffers;
+  std::vector<bool> released(n, false);
+  auto key_of = [&](int buffer) {
+    const VarInfo& b = vars[static_cast<size_t>(plan.buffer_vars[static_cast<size_t>(buffer)])];
+    return Key(b.dtype, b.shape);
+  };
+  auto release = [&](int r) {
+    VarInfo& info = vars[static_cast<size_t>(r)];
+    if (info.storage != Storage::pooled || released[static_cast<size_t>(r)]) return;
+    released[static_cast<size_t>(r)] = true;
+    free_buffers[key_of(info.buffer)].push_back(info.buffer);
+  };
+
+  for (int i = 0; i < num_eqns; ++i) {
+    const Eqn& e = p.eqns[static_cast<size_t>(i)];
+    for (int o : e.outs) {
+      VarInfo& out = vars[static_cast<size_t>(o)];
+      if (out.storage == Storage::view)
+        out.buffer = vars[static_cast<size_t>(root[static_cast<size_t>(o)])].buffer;
+      if (out.storage != Storage::pooled) continue;
+      int buffer = -1;
+      if (alias[static_cast<size_t>(i)] == Alias::elementwise) {
+        for (int v : e.ins) {
+          const int r = root[static_cast<size_t>(v)];
+          const VarInfo& in = vars[static_cast<size_t>(r)];
+          if (in.storage != Storage::pooled || end[static_cast<size_t>(r)] != i ||
+              released[static_cast<size_t>(r)] || key_of(in.buffer) != Key(out.dtype, out.shape))
+            continue;
+          buffer = in.buffer;
+          released[static_cast<size_t>(r)] = true;  // handed over, not freed
+          ++plan.stats.in_place;
+          break;
+        }
+      }
+      if (buffer < 0) {
+        auto it = free_buffers.find(Key(out.dtype, out.shape));
+        if (it != free_buffers.end() && !it->second.empty()) {
+          buffer = it->second.back();
+          it->second.pop_back();
+        } else {
+          buffer = static_cast<int>(plan.buffer_vars.size());
+          plan.buffer_vars.push_back(o);
+        }
+      }
+      out.buffer = buffer;
+    }
+    for (int v : e.ins)
+      if (end[static_cast<size_t>(root[static_cast<size_t>(v)])] == i)
+        release(root[static_cast<size_t>(v)]);
+    for (int o : e.outs)
+      if (end[static_cast<size_t>(o)] == i) release(o);
+  }
+  plan.stats.buffers = plan.buffer_vars.size();
+
+  // Arrays held per call (arguments, fallback results, views) are dropped
+  // after their last reader, so memory follows the program's liveness.
+  plan.steps.resize(p.eqns.size());
+  plan.transient.clear();
+  std::vector<bool> is_input(n, false);
+  for (int v : p.inputs) is_input[static_cast<size_t>(v)] = true;
+  for (size_t v = 0; v < n; ++v) {
+    Storage s = vars[v].storage;
+    if (s == Storage::pooled || s == Storage::constant || (def[v] < 0 && !is_input[v])) continue;
+    plan.transient.push_back(static_cast<int>(v));
+    if (is_output[v] || s == Storage::output) continue;
+    int at = std::max(last[v], def[v]);
+    if (at >= 0) plan.steps[static_cast<size_t>(at)].release.push_back(static_cast<int>(v));
+  }
+}
+
+}  // namespace drx::exec

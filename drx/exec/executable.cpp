@@ -1,0 +1,208 @@
+// compile(): kernel selection, compile-time constants and the buffer plan.
+// run(): borrow a workspace, run the kernels, hand back the results.
+#include "drx/exec/executable.h"
+
+#include <cstring>
+
+#include "drx/exec/plan.h"
+#include "drx/ops/primitive.h"
+
+namespace drx {
+namespace exec {
+
+std::unique_ptr<Workspace> Plan::acquire() const {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!spare.empty()) {
+      std::unique_ptr<Workspace> ws = std::move(spare.back());
+      spare.pop_back();
+      return ws;
+    }
+  }
+  auto ws = std::make_unique<Workspace>();
+  ws->ptr.assign(vars.size(), nullptr);
+  ws->hold.assign(vars.size(), std::nullopt);
+  for (int v : buffer_vars)
+    ws->buffers.emplace_back(vars[static_cast<size_t>(v)].dtype,
+                             vars[static_cast<size_t>(v)].shape);
+  for (size_t v = 0; v < vars.size(); ++v) {
+    const VarInfo& info = vars[v];
+    if (info.storage != Storage::pooled) continue;
+    Array& b = ws->buffers[static_cast<size_t>(info.buffer)];
+    ws->ptr[v] = b.raw();
+    ws->hold[v] = b;
+  }
+  for (size_t c = 0; c < constant_vars.size(); ++c) {
+    const size_t v = static_cast<size_t>(constant_vars[c]);
+    ws->hold[v] = constants[c];
+    ws->ptr[v] = const_cast<void*>(constants[c].raw());
+  }
+  return ws;
+}
+
+void Plan::release(std::unique_ptr<Workspace> ws) const {
+  for (int v : transient) ws->hold[static_cast<size_t>(v)].reset();
+  std::lock_guard<std::mutex> lock(mu);
+  spare.push_back(std::move(ws));
+}
+
+namespace {
+
+// Returns the workspace to the plan however the call ends.
+class Borrowed {
+ public:
+  explicit Borrowed(const Plan& plan) : plan_(plan), ws_(plan.acquire()) {}
+  ~Borrowed() { plan_.release(std::move(ws_)); }
+  Borrowed(const Borrowed&) = delete;
+  Borrowed& operator=(const Borrowed&) = delete;
+  Frame frame(bool raw_io) const {
+    return Frame{&plan_, ws_->ptr.data(), ws_->hold.data(), raw_io};
+  }
+
+ private:
+  const Plan& plan_;
+  std::unique_ptr<Workspace> ws_;
+};
+
+void run_steps(const Plan& plan, Frame& f) {
+  for (const Step& s : plan.steps) {
+    s.kernel->run(f);
+    for (int v : s.release) f.hold[v].reset();
+  }
+}
+
+std::shared_ptr<Plan> build(const Program& program) {
+  auto plan = std::make_shared<Plan>();
+  plan->program = program;
+  const Program& p = plan->program;
+  plan->vars.resize(p.var_types.size());
+  for (size_t v = 0; v < p.var_types.size(); ++v) {
+    VarInfo& info = plan->vars[v];
+    info.dtype = p.var_types[v].dtype;
+    info.shape = p.var_types[v].shape;
+    info.nbytes = static_cast<size_t>(num_elements(info.shape)) * dtype_size(info.dtype);
+  }
+
+  const size_t num_eqns = p.eqns.size();
+  std::vector<Alias> alias(num_eqns, Alias::none);
+  std::vector<bool> fallback(num_eqns, false);
+  std::vector<std::unique_ptr<Kernel>> kernels(num_eqns);
+  for (size_t i = 0; i < num_eqns; ++i) {
+    const Eqn& e = p.eqns[i];
+    // Equations without operands (constant, iota) are evaluated once, here.
+    if (e.ins.empty() && e.prim->is_pure()) {
+      std::vector<Array> r = e.prim->eval({}, e.params);
+      for (size_t k = 0; k < e.outs.size(); ++k) {
+        plan->vars[static_cast<size_t>(e.outs[k])].storage = Storage::constant;
+        plan->constant_vars.push_back(e.outs[k]);
+        plan->constants.push_back(r.at(k));
+      }
+      ++plan->stats.constants;
+      continue;
+    }
+    if (std::optional<KernelSpec> spec = select_kernel(e, plan->vars)) {
+      kernels[i] = std::move(spec->kernel);
+      alias[i] = spec->alias;
+    } else {
+      kernels[i] = fallback_kernel(e);
+      fallback[i] = true;
+    }
+  }
+  plan_buffers(*plan, alias, fallback);
+  for (size_t i = 0; i < num_eqns; ++i) {
+    const Eqn& e = p.eqns[i];
+    Step& step = plan->steps[i];
+    if (!kernels[i]) continue;  // constant
+    // A view whose result is a program output needs bytes of its own.
+    if (alias[i] == Alias::view &&
+        plan->vars[static_cast<size_t>(e.outs[0])].storage != Storage::view) {
+      kernels[i] = copy_kernel(e, plan->vars[static_cast<size_t>(e.outs[0])].nbytes);
+      ++plan->stats.kernels;
+    } else if (alias[i] == Alias::view) {
+      ++plan->stats.views;
+    } else if (fallback[i]) {
+      ++plan->stats.fallbacks;
+    } else {
+      ++plan->stats.kernels;
+    }
+    step.kernel = std::move(kernels[i]);
+  }
+  // Constant equations have no step to run.
+  std::vector<Step> steps;
+  for (Step& s : plan->steps) {
+    if (s.kernel) {
+      steps.push_back(std::move(s));
+    } else if (!s.release.empty()) {
+      throw Error("exec: internal error: a constant equation releases variables");
+    }
+  }
+  plan->steps = std::move(steps);
+
+  std::vector<bool> seen(p.var_types.size(), false);
+  for (int v : p.outputs) {
+    plan->output_first.push_back(!seen[static_cast<size_t>(v)] &&
+                                 plan->vars[static_cast<size_t>(v)].storage == Storage::output);
+    seen[static_cast<size_t>(v)] = true;
+  }
+  return plan;
+}
+
+}  // namespace
+}  // namespace exec
+
+Executable::Executable(const Program& program) : plan_(exec::build(program)) {}
+
+Executable compile(const Program& program) { return Executable(program); }
+
+const Program& Executable::program() const {
+  if (!plan_) throw Error("Executable: empty (compile a program first)");
+  return plan_->program;
+}
+
+ExecStats Executable::stats() const { return plan_ ? plan_->stats : ExecStats{}; }
+
+std::vector<Array> Executable::run(const std::vector<Array>& args) const {
+  if (!plan_) throw Error("Executable::run: empty (compile a program first)");
+  const exec::Plan& plan = *plan_;
+  const Program& p = plan.program;
+  if (args.size() != p.inputs.size())
+    throw Error("run @" + p.name + ": " + std::to_string(args.size()) +
+                " arguments given, the program takes " + std::to_string(p.inputs.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    const exec::VarInfo& t = plan.vars[static_cast<size_t>(p.inputs[i])];
+    if (t.dtype != args[i].dtype() || t.shape != args[i].shape())
+      throw Error("run @" + p.name + ": argument " + std::to_string(i) + " is " +
+                  std::string(dtype_name(args[i].dtype())) + shape_str(args[i].shape()) +
+                  ", the program expects " + p.type_of(p.inputs[i]).str());
+  }
+  exec::Borrowed ws(plan);
+  exec::Frame f = ws.frame(false);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const int v = p.inputs[i];
+    f.ptr[v] = const_cast<void*>(args[i].raw());
+    f.hold[v] = args[i];
+  }
+  exec::run_steps(plan, f);
+  std::vector<Array> results;
+  results.reserve(p.outputs.size());
+  for (int v : p.outputs) results.push_back(f.array(v));
+  return results;
+}
+
+void Executable::run_raw(const void* const* ins, void* const* outs) const {
+  const exec::Plan& plan = *plan_;
+  const Program& p = plan.program;
+  exec::Borrowed ws(plan);
+  exec::Frame f = ws.frame(true);
+  for (size_t i = 0; i < p.inputs.size(); ++i) f.ptr[p.inputs[i]] = const_cast<void*>(ins[i]);
+  for (size_t k = 0; k < p.outputs.size(); ++k)
+    if (plan.output_first[k]) f.ptr[p.outputs[k]] = outs[k];
+  exec::run_steps(plan, f);
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const int v = p.outputs[k];
+    const size_t nbytes = plan.vars[static_cast<size_t>(v)].nbytes;
+    if (f.ptr[v] != outs[k] && nbytes) std::memcpy(outs[k], f.ptr[v], nbytes);
+  }
+}
+
+}  // namespace drx

@@ -1,0 +1,51 @@
+#pragma once
+// The compiled CPU executable behind jit: a Program turned once into a list of
+// kernels over a static buffer plan, so that a call only runs kernels.
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/ir/program.h"
+
+namespace drx {
+
+namespace exec {
+struct Plan;
+struct Workspace;
+}  // namespace exec
+
+// What compile() decided, for tests and benchmarks.
+struct ExecStats {
+  size_t kernels = 0;    // equations run by a fast kernel
+  size_t fallbacks = 0;  // equations run by Primitive::eval
+  size_t views = 0;      // equations that only alias their operand
+  size_t constants = 0;  // equations evaluated at compile time
+  size_t buffers = 0;    // distinct intermediate buffers
+  size_t in_place = 0;   // results written over a dying operand
+};
+
+// A program compiled for the CPU. Copies share the compiled form; run() may be
+// called from several threads at once (each call gets its own workspace).
+class Executable {
+ public:
+  Executable() = default;
+  explicit Executable(const Program& program);
+
+  // Runs on arrays of the program's input types; throws drx::Error otherwise.
+  std::vector<Array> run(const std::vector<Array>& args) const;
+  // Runs on raw buffers: ins[i] holds input i (read only), outs[k] receives
+  // output k. No checks: map_fn bodies call this once per client.
+  void run_raw(const void* const* ins, void* const* outs) const;
+
+  const Program& program() const;
+  ExecStats stats() const;
+  bool valid() const { return plan_ != nullptr; }
+
+ private:
+  std::shared_ptr<exec::Plan> plan_;
+};
+
+Executable compile(const Program& program);
+
+}  // namespace drx

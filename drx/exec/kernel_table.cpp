@@ -1,0 +1,30 @@
+// Kernel selection by primitive name, looked up once per equation at compile
+// time. Primitives absent from the table run on Primitive::eval.
+#include "drx/exec/kernels.h"
+#include "drx/ops/primitive.h"
+
+namespace drx::exec {
+namespace {
+
+const KernelTable& table() {
+  static const KernelTable t = [] {
+    KernelTable t;
+    add_elementwise_kernels(t);
+    add_reduce_kernels(t);
+    add_dot_kernels(t);
+    add_shape_kernels(t);
+    add_mapreduce_kernels(t);
+    return t;
+  }();
+  return t;
+}
+
+}  // namespace
+
+std::optional<KernelSpec> select_kernel(const Eqn& e, const std::vector<VarInfo>& vars) {
+  auto it = table().find(e.prim->name());
+  if (it == table().end()) return std::nullopt;
+  return it->second(e, vars);
+}
+
+}  // namespace drx::exec

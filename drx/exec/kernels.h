@@ -1,0 +1,39 @@
+#pragma once
+// Private to drx/exec: the table from primitive name to fast-kernel factory.
+// A factory returns nullopt for cases it does not cover (a dtype, a layout),
+// and the equation then runs on Primitive::eval.
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "drx/exec/plan.h"
+#include "drx/ops/primitive.h"
+
+namespace drx::exec {
+
+using KernelFactory = std::optional<KernelSpec> (*)(const Eqn& e, const std::vector<VarInfo>& vars);
+using KernelTable = std::unordered_map<std::string, KernelFactory>;
+
+void add_elementwise_kernels(KernelTable& t);
+void add_reduce_kernels(KernelTable& t);
+void add_dot_kernels(KernelTable& t);
+void add_shape_kernels(KernelTable& t);
+void add_mapreduce_kernels(KernelTable& t);
+
+inline const VarInfo& var(const std::vector<VarInfo>& vars, int v) {
+  return vars[static_cast<size_t>(v)];
+}
+
+// The integer-list parameter `key`, or nullptr when absent or of another kind.
+inline const std::vector<int64_t>* param_ints(const Eqn& e, const char* key) {
+  if (!e.params.has(key)) return nullptr;
+  return std::get_if<std::vector<int64_t>>(&e.params.at(key, e.prim->name()));
+}
+
+template <class K, class... A>
+std::optional<KernelSpec> spec(Alias alias, A&&... args) {
+  return KernelSpec{std::make_unique<K>(std::forward<A>(args)...), alias};
+}
+
+}  // namespace drx::exec

@@ -1,0 +1,161 @@
+// Data-movement kernels. reshape, place and stop_gradient change only the type,
+// so their result is a view of the operand's bytes. transpose, slice,
+// broadcast_in_dim and broadcast (over a placement) are one strided copy whose
+// dims are merged where memory is contiguous, so the inner loop is a memcpy, a
+// fill or a plain strided gather.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "drx/exec/kernels.h"
+
+namespace drx::exec {
+namespace {
+
+class ViewKernel : public Kernel {
+ public:
+  explicit ViewKernel(const Eqn& e) : x_(e.ins[0]), y_(e.outs[0]) {}
+  void run(Frame& f) const override {
+    f.ptr[y_] = f.ptr[x_];
+    f.hold[y_] = f.hold[x_];
+  }
+
+ private:
+  int x_, y_;
+};
+
+std::optional<KernelSpec> view(const Eqn& e, const std::vector<VarInfo>&) {
+  return spec<ViewKernel>(Alias::view, e);
+}
+
+constexpr size_t kMaxRank = 16;
+
+// out[i] = in[offset + sum_d idx_d(i) * stride_d], with dims merged first.
+struct Layout {
+  Shape shape;
+  std::vector<int64_t> stride;
+  int64_t offset = 0;
+};
+
+Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset) {
+  Layout l;
+  l.offset = offset;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!l.shape.empty() && l.stride.back() == stride[d] * shape[d]) {
+      l.shape.back() *= shape[d];
+      l.stride.back() = stride[d];
+      continue;
+    }
+    l.shape.push_back(shape[d]);
+    l.stride.push_back(stride[d]);
+  }
+  return l;
+}
+
+template <class T>
+class StridedCopyKernel : public Kernel {
+ public:
+  StridedCopyKernel(const Eqn& e, Layout l) : x_(e.ins[0]), y_(e.outs[0]), l_(std::move(l)) {
+    total_ = num_elements(l_.shape);
+  }
+  void run(Frame& f) const override {
+    const T* src = f.in<T>(x_) + l_.offset;
+    T* dst = f.out<T>(y_);
+    if (total_ == 0) return;
+    const size_t rank = l_.shape.size();
+    if (rank == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    const int64_t inner = l_.shape.back(), step = l_.stride.back();
+    std::array<int64_t, kMaxRank> idx{};
+    int64_t pos = 0;
+    for (int64_t done = 0; done < total_; done += inner) {
+      if (step == 1)
+        std::memcpy(dst, src + pos, static_cast<size_t>(inner) * sizeof(T));
+      else if (step == 0)
+        std::fill(dst, dst + inner, src[pos]);
+      else
+        for (int64_t j = 0; j < inner; ++j) dst[j] = src[pos + j * step];
+      dst += inner;
+      for (size_t d = rank - 1; d-- > 0;) {
+        pos += l_.stride[d];
+        if (++idx[d] < l_.shape[d]) break;
+        pos -= l_.stride[d] * l_.shape[d];
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int x_, y_;
+  Layout l_;
+  int64_t total_ = 0;
+};
+
+std::optional<KernelSpec> strided(const Eqn& e, const std::vector<VarInfo>& vars, Layout l) {
+  if (l.shape.size() > kMaxRank) return std::nullopt;
+  switch (dtype_size(var(vars, e.outs[0]).dtype)) {
+    case 1:
+      return spec<StridedCopyKernel<uint8_t>>(Alias::none, e, std::move(l));
+    case 4:
+      return spec<StridedCopyKernel<uint32_t>>(Alias::none, e, std::move(l));
+    case 8:
+      return spec<StridedCopyKernel<uint64_t>>(Alias::none, e, std::move(l));
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<KernelSpec> transpose(const Eqn& e, const std::vector<VarInfo>& vars) {
+  const VarInfo& x = var(vars, e.ins[0]);
+  const auto* perm = param_ints(e, "perm");
+  if (!perm || perm->size() != x.shape.size()) return std::nullopt;
+  std::vector<int64_t> in_st = strides_of(x.shape), st;
+  for (int64_t a : *perm) st.push_back(in_st[static_cast<size_t>(a)]);
+  return strided(e, vars, merged(var(vars, e.outs[0]).shape, st, 0));
+}
+
+std::optional<KernelSpec> broadcast_in_dim(const Eqn& e, const std::vector<VarInfo>& vars) {
+  const VarInfo& x = var(vars, e.ins[0]);
+  const Shape& shape = var(vars, e.outs[0]).shape;
+  const auto* dims = param_ints(e, "dims");
+  if (!dims || dims->size() != x.shape.size()) return std::nullopt;
+  std::vector<int64_t> in_st = strides_of(x.shape), st(shape.size(), 0);
+  for (size_t i = 0; i < dims->size(); ++i)
+    if (x.shape[i] != 1) st[static_cast<size_t>((*dims)[i])] = in_st[i];
+  return strided(e, vars, merged(shape, st, 0));
+}
+
+std::optional<KernelSpec> slice(const Eqn& e, const std::vector<VarInfo>& vars) {
+  const VarInfo& x = var(vars, e.ins[0]);
+  const auto* starts = param_ints(e, "starts");
+  if (!starts || starts->size() != x.shape.size() || e.params.has("strides")) return std::nullopt;
+  std::vector<int64_t> st = strides_of(x.shape);
+  int64_t offset = 0;
+  for (size_t d = 0; d < st.size(); ++d) offset += (*starts)[d] * st[d];
+  return strided(e, vars, merged(var(vars, e.outs[0]).shape, st, offset));
+}
+
+// [n, ...] copies of the operand: stride 0 over the clients.
+std::optional<KernelSpec> placement_broadcast(const Eqn& e, const std::vector<VarInfo>& vars) {
+  const Shape& shape = var(vars, e.outs[0]).shape;
+  std::vector<int64_t> st = strides_of(shape);
+  if (!st.empty()) st[0] = 0;
+  return strided(e, vars, merged(shape, st, 0));
+}
+
+}  // namespace
+
+void add_shape_kernels(KernelTable& t) {
+  t["reshape"] = view;
+  t["place"] = view;
+  t["stop_gradient"] = view;
+  t["transpose"] = transpose;
+  t["broadcast_in_dim"] = broadcast_in_dim;
+  t["slice"] = slice;
+  t["broadcast"] = placement_broadcast;
+}
+
+}  // namespace drx::exec

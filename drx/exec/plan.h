@@ -1,0 +1,118 @@
+#pragma once
+// Private to drx/exec: the compiled form of a Program and the per-call frame
+// its kernels read and write.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/exec/executable.h"
+#include "drx/ir/program.h"
+
+namespace drx::exec {
+
+// Where a variable's bytes live during a call.
+enum class Storage : uint8_t {
+  input,     // the caller's argument (never written)
+  constant,  // computed at compile time (never written)
+  pooled,    // a workspace buffer, reused once every reader has run
+  output,    // a program result: a fresh Array per call, or the caller's buffer
+  dynamic,   // an Array returned by a fallback kernel
+  view,      // the bytes of another variable (reshape, place, stop_gradient)
+};
+
+struct VarInfo {
+  DType dtype = DType::f32;
+  Shape shape;
+  size_t nbytes = 0;
+  Storage storage = Storage::dynamic;  // also for variables no equation defines
+  int buffer = -1;                     // pooled: index into the workspace's buffers
+};
+
+struct Plan;
+
+// Per-call state: one pointer (and, where one exists, the Array behind it) per
+// variable. Kernels read operands through in() and get result storage from out().
+struct Frame {
+  const Plan* plan = nullptr;
+  void** ptr = nullptr;
+  std::optional<Array>* hold = nullptr;
+  bool raw_io = false;  // inputs and outputs are raw caller buffers
+
+  const void* in(int v) const { return ptr[v]; }
+  template <class T>
+  const T* in(int v) const {
+    return static_cast<const T*>(ptr[v]);
+  }
+  void* out(int v);
+  template <class T>
+  T* out(int v) {
+    return static_cast<T*>(out(v));
+  }
+  // An Array with v's value, for kernels that need one (copies if v has none).
+  Array array(int v) const;
+  // Stores a fallback kernel's result for v.
+  void set_result(int v, Array a, const std::vector<int>& operands);
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(Frame& f) const = 0;
+};
+
+// How a kernel's results may share memory with its operands.
+enum class Alias : uint8_t {
+  none,         // results need their own buffers
+  elementwise,  // out[i] depends only on operand elements i: may reuse a dying operand
+  view,         // result 0 is operand 0's bytes under another type
+};
+
+struct KernelSpec {
+  std::unique_ptr<Kernel> kernel;
+  Alias alias = Alias::none;
+};
+
+struct Step {
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> release;  // non-pooled variables whose last reader this is
+};
+
+struct Workspace {
+  std::vector<void*> ptr;
+  std::vector<std::optional<Array>> hold;
+  std::vector<Array> buffers;
+};
+
+struct Plan {
+  Program program;
+  std::vector<VarInfo> vars;
+  std::vector<Step> steps;
+  std::vector<Array> constants;    // values of the constant variables
+  std::vector<int> constant_vars;  // their variables
+  std::vector<int> buffer_vars;    // for each pooled buffer, a variable of its type
+  std::vector<int> transient;      // variables whose holds are dropped after a call
+  std::vector<int> output_first;   // for each program output, its first output index
+  ExecStats stats;
+
+  // Free workspaces; run() borrows one per call.
+  mutable std::mutex mu;
+  mutable std::vector<std::unique_ptr<Workspace>> spare;
+
+  std::unique_ptr<Workspace> acquire() const;
+  void release(std::unique_ptr<Workspace> ws) const;
+};
+
+// Kernel selection: a fast kernel for this equation, or nullopt (fallback).
+std::optional<KernelSpec> select_kernel(const Eqn& e, const std::vector<VarInfo>& vars);
+std::unique_ptr<Kernel> fallback_kernel(const Eqn& e);
+// Copies operand 0 into result 0 (a view whose result must own its bytes).
+std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes);
+
+// Assigns storage and buffers to every variable and fills each step's release
+// list. `alias` is the chosen kernel's aliasing for each equation.
+void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector<bool>& fallback);
+
+}  // namespace drx::exec

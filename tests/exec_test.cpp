@@ -1,0 +1,440 @@
+// The compiled executor (drx/exec): results against the reference interpreter
+// for every primitive and for federated programs, the buffer plan (reuse,
+// in-place, outputs that stay valid), BLAS layouts against a plain-loop float64
+// matmul, map_fn on threads bitwise equal to the sequential loop, the pool.
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "drx/exec/executable.h"
+#include "drx/exec/thread_pool.h"
+#include "drx/ops/primitive.h"
+#include "drx/trace/trace.h"
+#include "tests/test_util.h"
+
+namespace drx::testing {
+
+std::vector<Program> ir_text_coverage_programs();  // tests/ir_text_test.cpp
+
+namespace {
+
+Type f32t(Shape s) { return Type(DType::f32, std::move(s)); }
+Type f64t(Shape s) { return Type(DType::f64, std::move(s)); }
+
+// |got - want| <= rtol * max(|want|, max|want|) per element; NaN matches NaN,
+// infinities match exactly. Shapes and dtypes must agree.
+::testing::AssertionResult Close(const Array& got, const Array& want, double rtol) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
+    return ::testing::AssertionFailure()
+           << "type " << dtype_name(got.dtype()) << shape_str(got.shape()) << " vs "
+           << dtype_name(want.dtype()) << shape_str(want.shape());
+  double scale = 0;
+  for (int64_t i = 0; i < want.size(); ++i) {
+    double w = want.element_as_double(i);
+    if (std::isfinite(w)) scale = std::max(scale, std::abs(w));
+  }
+  for (int64_t i = 0; i < want.size(); ++i) {
+    double g = got.element_as_double(i), w = want.element_as_double(i);
+    bool ok = std::isnan(w)   ? std::isnan(g)
+              : std::isinf(w) ? g == w
+                              : std::abs(g - w) <= rtol * std::max(std::abs(w), scale);
+    if (!ok)
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+double tolerance(DType d) { return d == DType::f32 ? 1e-5 : 1e-12; }
+
+std::vector<Array> inputs_for(const Program& p, uint64_t seed) {
+  std::vector<Array> args;
+  for (const Type& t : p.input_types()) args.push_back(random_array(t.shape, t.dtype, seed++));
+  return args;
+}
+
+// Compiled vs interpreted on the same inputs, output by output.
+::testing::AssertionResult CompiledMatchesInterpreter(const Program& p, uint64_t seed = 7) {
+  std::vector<Array> args = inputs_for(p, seed);
+  std::vector<Array> want = interpret(p, args);
+  Executable exe = compile(p);
+  for (int call = 0; call < 2; ++call) {  // the second call reuses the workspace
+    std::vector<Array> got = exe.run(args);
+    if (got.size() != want.size()) return ::testing::AssertionFailure() << "output count";
+    for (size_t i = 0; i < got.size(); ++i) {
+      auto r = Close(got[i], want[i], tolerance(want[i].dtype()));
+      if (!r)
+        return ::testing::AssertionFailure()
+               << "@" << p.name << " output " << i << ": " << r.message() << "\n"
+               << to_string(p);
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void collect_primitives(const Program& p, std::set<std::string>& names) {
+  for (const Eqn& e : p.eqns) {
+    names.insert(e.prim->name());
+    for (const auto& [key, value] : e.params.items())
+      if (auto* sub = std::get_if<std::shared_ptr<const Program>>(&value))
+        collect_primitives(**sub, names);
+  }
+}
+
+using Fn = std::function<std::vector<Value>(const std::vector<Value>&)>;
+
+Program traced(const Fn& f, const std::vector<Type>& types, const std::string& name) {
+  return trace_function(f, types, name).program;
+}
+
+// Programs in float64 exercising each fast kernel, including the layouts and
+// shapes that select between a fast kernel and the fallback.
+std::vector<Program> f64_programs() {
+  std::vector<Program> ps;
+  ps.push_back(traced(
+      [](const std::vector<Value>& a) -> std::vector<Value> {
+        Value x = a[0], y = a[1], p = abs(x) + 1.0;
+        return {neg(x),
+                exp(x),
+                log(p),
+                log1p(abs(x)),
+                tanh(x),
+                logistic(x * 40.0),
+                sqrt(p),
+                rsqrt(p),
+                abs(x),
+                sign(x),
+                sin(x),
+                cos(x),
+                x + y,
+                x - y,
+                x * y,
+                x / p,
+                pow(p, y),
+                maximum(x, y),
+                minimum(x, y),
+                less(x, y),
+                less_equal(x, y),
+                greater(x, y),
+                greater_equal(x, y),
+                equal(x, x),
+                not_equal(x, y),
+                where(less(x, y), x, y),
+                astype(x, DType::f32),
+                astype(astype(x, DType::i32), DType::f64),
+                astype(x, DType::i64)};
+      },
+      {f64t({3, 5}), f64t({3, 5})}, "elementwise_f64"));
+  ps.push_back(traced(
+      [](const std::vector<Value>& a) -> std::vector<Value> {
+        Value x = a[0];
+        return {sum(x),         sum(x, {0}),    sum(x, {1}),    sum(x, {2}),
+                sum(x, {0, 1}), sum(x, {1, 2}), sum(x, {0, 2}), max(x, {1}),
+                min(x, {2}),    max(x, {0, 2}), min(x),         mean(x, {0})};
+      },
+      {f64t({3, 4, 300})}, "reductions_f64"));
+  ps.push_back(traced(
+      [](const std::vector<Value>& a) -> std::vector<Value> {
+        Value x = a[0];
+        return {transpose(x, {2, 0, 1}),
+                transpose(x, {0, 2, 1}),
+                slice(x, {1, 0, 2}, {3, 4, 5}),
+                broadcast_in_dim(a[1], {2, 4, 5}, {1}),
+                broadcast_in_dim(a[2], {3, 2}, {}),
+                reshape(x, {12, 5}),
+                broadcast_to(reshape(a[1], {4, 1}), {4, 6}),
+                concatenate({x, x}, 1),
+                take(x, constant(Array::from_vector<int32_t>({2, 0}, {2})), 1)};
+      },
+      {f64t({3, 4, 5}), f64t({4}), f64t({})}, "shape_f64"));
+  // Every transposition pattern, batched, vector and outer products.
+  ps.push_back(traced(
+      [](const std::vector<Value>& a) -> std::vector<Value> {
+        Value m = a[0], n = a[1];  // [6, 7], [7, 5]
+        Value mt = transpose(m, {1, 0}), nt = transpose(n, {1, 0});
+        return {
+            matmul(m, n),
+            dot_general(mt, n, {{0}, {0}, {}, {}}),
+            dot_general(m, nt, {{1}, {1}, {}, {}}),
+            dot_general(mt, nt, {{0}, {1}, {}, {}}),
+            dot_general(a[2], a[3], {{2}, {1}, {0}, {0}}),      // [2,6,7] x [2,7,5]
+            dot_general(a[2], a[2], {{1}, {1}, {0}, {0}}),      // contracts a middle dim
+            dot_general(a[4], n, {{0}, {0}, {}, {}}),           // vector-matrix
+            dot_general(m, a[4], {{1}, {0}, {}, {}}),           // matrix-vector
+            dot_general(a[4], a[4], {{}, {}, {}, {}}),          // outer product
+            dot_general(a[5], a[5], {{1, 2}, {1, 2}, {}, {}}),  // two contracting dims
+            dot_general(a[5], a[5], {{2, 1}, {2, 1}, {}, {}}),
+            dot_general(a[5], transpose(a[5], {0, 2, 1}), {{1, 2}, {2, 1}, {}, {}}),  // fallback
+            dot_general(a[6], a[7], {{1}, {0}, {}, {}}),                              // K = 0
+            dot_general(astype(m, DType::i32), astype(n, DType::i32), {{1}, {0}, {}, {}})};
+      },
+      {f64t({6, 7}), f64t({7, 5}), f64t({2, 6, 7}), f64t({2, 7, 5}), f64t({7}), f64t({3, 4, 2}),
+       f64t({3, 0}), f64t({0, 4})},
+      "dot_f64"));
+  return ps;
+}
+
+TEST(Exec, CompiledEqualsInterpreterOnEveryPrimitive) {
+  std::set<std::string> used;
+  std::vector<Program> programs = ir_text_coverage_programs();
+  for (Program& p : f64_programs()) programs.push_back(std::move(p));
+  for (const Program& p : programs) {
+    SCOPED_TRACE(p.name);
+    collect_primitives(p, used);
+    EXPECT_TRUE(CompiledMatchesInterpreter(p));
+  }
+  for (const std::string& name : primitive_names())
+    EXPECT_TRUE(used.count(name)) << "primitive '" << name << "' is not covered";
+}
+
+TEST(Exec, FastKernelsAreChosenForTheCommonCases) {
+  for (const Program& p : f64_programs()) {
+    ExecStats s = compile(p).stats();
+    SCOPED_TRACE(p.name);
+    EXPECT_GT(s.kernels, 0u);
+    // The equations without a fast kernel, per program: converts to i32 and
+    // i64; sum and max over axes {0, 2}; concatenate and take; a contraction
+    // with its pairs in crossed order, and an i32 dot with its two converts.
+    const std::map<std::string, size_t> fallbacks = {
+        {"elementwise_f64", 2}, {"reductions_f64", 2}, {"shape_f64", 2}, {"dot_f64", 4}};
+    EXPECT_EQ(s.fallbacks, fallbacks.at(p.name));
+  }
+}
+
+// C = A B in float64 with plain loops, A [m, k], B [k, n] row-major.
+std::vector<double> matmul_ref(const Array& a, const Array& b) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  std::vector<double> c(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        c[static_cast<size_t>(i * n + j)] +=
+            a.element_as_double(i * k + p) * b.element_as_double(p * n + j);
+  return c;
+}
+
+TEST(Exec, GemmLayoutsAgainstPlainLoops) {
+  for (DType dt : {DType::f32, DType::f64}) {
+    auto f = [](Value a, Value b) -> std::vector<Value> {
+      Value at = transpose(a, {1, 0}), bt = transpose(b, {1, 0});
+      return {matmul(a, b), dot_general(at, b, {{0}, {0}, {}, {}}),
+              dot_general(a, bt, {{1}, {1}, {}, {}}), dot_general(at, bt, {{0}, {1}, {}, {}})};
+    };
+    Program p = trace(f, {Type(dt, {33, 70}), Type(dt, {70, 19})});
+    Array a = random_array({33, 70}, dt, 1), b = random_array({70, 19}, dt, 2);
+    std::vector<double> want = matmul_ref(a, b);
+    Executable exe = compile(p);
+    EXPECT_EQ(exe.stats().fallbacks, 0u);
+    std::vector<Array> got = exe.run({a, b});
+    double rtol = dt == DType::f32 ? 1e-5 : 1e-12;
+    for (const Array& g : got) EXPECT_TRUE(ArrayNear(g, want, rtol, rtol * 10));
+  }
+}
+
+TEST(Exec, ElementwiseChainsRunInPlace) {
+  auto f = [](Value x, Value y) {
+    Value t = exp(x * y + x);
+    return tanh(t * t - y) / (abs(t) + 1.0);
+  };
+  Program p = simplify(trace(f, {f64t({64}), f64t({64})}));
+  Executable exe = compile(p);
+  EXPECT_GT(exe.stats().in_place, 0u);
+  EXPECT_LE(exe.stats().buffers, 3u);
+  Array x = random_array({64}, f64, 3), y = random_array({64}, f64, 4);
+  std::vector<double> want;
+  for (int64_t i = 0; i < 64; ++i) {
+    double a = x.data<double>()[i], b = y.data<double>()[i];
+    double t = std::exp(a * b + a);
+    want.push_back(std::tanh(t * t - b) / (std::abs(t) + 1.0));
+  }
+  EXPECT_TRUE(ArrayNear(exe.run({x, y})[0], want, 1e-14, 0));
+  // Inputs are never written, even when they die early.
+  EXPECT_TRUE(ArrayNear(x, to_doubles(random_array({64}, f64, 3)), 0, 0));
+}
+
+TEST(Exec, ResultsOfEarlierCallsStayValid) {
+  auto f = [](Value x) -> std::vector<Value> {
+    Value y = x * 2.0;
+    return {y + 1.0, reshape(y, {2, 2}), stop_gradient(y), x};
+  };
+  Executable exe = compile(simplify(trace(f, {f64t({4})})));
+  Array x1 = f64_array({1, 2, 3, 4}, {4}), x2 = f64_array({-1, -1, -1, -1}, {4});
+  std::vector<Array> r1 = exe.run({x1});
+  std::vector<Array> r2 = exe.run({x2});
+  EXPECT_TRUE(ArrayNear(r1[0], {3, 5, 7, 9}, 0, 0));
+  EXPECT_TRUE(ArrayNear(r1[1], {2, 4, 6, 8}, 0, 0));
+  EXPECT_EQ(r1[1].shape(), (Shape{2, 2}));
+  EXPECT_TRUE(ArrayNear(r1[2], {2, 4, 6, 8}, 0, 0));
+  EXPECT_TRUE(ArrayNear(r1[3], {1, 2, 3, 4}, 0, 0));
+  EXPECT_TRUE(ArrayNear(r2[0], {-1, -1, -1, -1}, 0, 0));
+  EXPECT_TRUE(ArrayNear(r2[2], {-2, -2, -2, -2}, 0, 0));
+}
+
+TEST(Exec, ViewsOfIntermediatesSurviveBufferReuse) {
+  // r = reshape(a) must outlive a's other uses; b has a's type and would take
+  // a's buffer if the plan ignored the view.
+  auto f = [](Value x) {
+    Value a = x + 1.0;
+    Value r = reshape(a, {6});
+    Value b = exp(a);
+    Value c = b * 3.0;
+    return reshape(c, {6}) + r;
+  };
+  Program p = simplify(trace(f, {f64t({2, 3})}));
+  Array x = random_array({2, 3}, f64, 5);
+  std::vector<double> want;
+  for (int64_t i = 0; i < 6; ++i) {
+    double a = x.data<double>()[i] + 1.0;
+    want.push_back(std::exp(a) * 3.0 + a);
+  }
+  EXPECT_TRUE(ArrayNear(compile(p).run({x})[0], want, 1e-15, 0));
+}
+
+TEST(Exec, ZeroSizeAndScalarPrograms) {
+  auto f = [](Value x, Value s) -> std::vector<Value> {
+    return {exp(x) + 1.0, sum(x, {0}), transpose(x, {1, 0}), s * s, sum(x)};
+  };
+  Program p = trace(f, {f32t({0, 3}), f32t({})});
+  EXPECT_TRUE(CompiledMatchesInterpreter(p));
+  std::vector<Array> r = compile(p).run({Array(f32, {0, 3}), Array::scalar<float>(3)});
+  EXPECT_TRUE(ArrayNear(r[1], {0, 0, 0}));
+  EXPECT_TRUE(ArrayNear(r[3], {9}));
+}
+
+TEST(Exec, BadArgumentsAndDataErrorsThrow) {
+  auto f = [](Value x, Value i) { return take(x, i, 0) * 2.0; };
+  Executable exe = compile(trace(f, {f32t({3}), Type(DType::i32, {2})}));
+  EXPECT_THROW(exe.run({Array(f32, {3})}), Error);
+  EXPECT_THROW(exe.run({Array(f64, {3}), Array(i32, {2})}), Error);
+  EXPECT_THROW(exe.run({Array(f32, {4}), Array(i32, {2})}), Error);
+  Array x = f32_array({1, 2, 3}, {3});
+  EXPECT_THROW(exe.run({x, Array::from_vector<int32_t>({0, 7}, {2})}), Error);
+  // The executable still works after a failed call.
+  EXPECT_TRUE(ArrayNear(exe.run({x, Array::from_vector<int32_t>({2, 0}, {2})})[0], {6, 2}));
+  EXPECT_THROW(Executable().run({}), Error);
+}
+
+TEST(Exec, ConcurrentCallsShareOneExecutable) {
+  auto f = [](Value a, Value b) { return sum(tanh(matmul(a, b)), {1}); };
+  Executable exe = compile(trace(f, {f64t({20, 30}), f64t({30, 10})}));
+  std::vector<Array> a, b, want;
+  for (uint64_t t = 0; t < 4; ++t) {
+    a.push_back(random_array({20, 30}, f64, 10 + t));
+    b.push_back(random_array({30, 10}, f64, 20 + t));
+    want.push_back(exe.run({a[t], b[t]})[0]);
+  }
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 50; ++k)
+        if (!exe.run({a[t], b[t]})[0].bitwise_equal(want[t])) ++mismatches;
+    });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+// ---- federated programs ------------------------------------------------------
+Value local_loss(Value w, Value x, Value y) {
+  Value h = tanh(matmul(x, w));
+  return mean(square(sum(h, {1}) - y));
+}
+
+Value fedavg_round(Value w, Value xs, Value ys) {
+  Value delta = map_fn(
+      [](Value wi, Value xi, Value yi) {
+        Value v = wi;
+        for (int k = 0; k < 3; ++k) v = v - 0.1 * grad(local_loss)(v, xi, yi);
+        return wi - v;
+      },
+      broadcast(w), xs, ys);
+  return w - reduce_mean(delta);
+}
+
+Program fedavg_program(DType dt, int64_t clients) {
+  auto round = program({{"clients", clients}}, fedavg_round, {"", "clients", "clients"});
+  return trace(round, {Type(dt, {4, 3}), Type(dt, {clients, 8, 4}), Type(dt, {clients, 8})},
+               "fedavg");
+}
+
+TEST(Exec, FederatedProgramsMatchTheInterpreter) {
+  for (DType dt : {DType::f64, DType::f32}) {
+    Program p = fedavg_program(dt, 5);
+    EXPECT_TRUE(CompiledMatchesInterpreter(p));
+    EXPECT_TRUE(CompiledMatchesInterpreter(simplify(p)));
+    // The hypergradient: a map_fn of vjp bodies, reductions and broadcasts.
+    auto hyper = program(
+        {{"clients", 5}},
+        [](Value w, Value xs, Value ys) {
+          return grad([&](Value v) {
+            return reduce_mean(map_fn(local_loss, broadcast(fedavg_round(v, xs, ys)), xs, ys));
+          })(w);
+        },
+        {"", "clients", "clients"});
+    Program h = simplify(trace(hyper, {Type(dt, {4, 3}), Type(dt, {5, 8, 4}), Type(dt, {5, 8})}));
+    EXPECT_TRUE(CompiledMatchesInterpreter(h));
+  }
+}
+
+TEST(Exec, MapFnOnThreadsIsBitwiseTheSequentialLoop) {
+  Program p = simplify(fedavg_program(DType::f32, 13));
+  std::vector<Array> args = inputs_for(p, 3);
+  Executable exe = compile(p);
+  int before = num_threads();
+  set_num_threads(1);
+  std::vector<Array> one = exe.run(args);
+  for (int threads : {2, 3, 4}) {
+    set_num_threads(threads);
+    std::vector<Array> many = exe.run(args);
+    for (size_t i = 0; i < one.size(); ++i)
+      EXPECT_TRUE(many[i].bitwise_equal(one[i])) << threads << " threads, output " << i;
+  }
+  set_num_threads(before);
+  EXPECT_THROW(set_num_threads(0), Error);
+}
+
+TEST(Exec, PlacementReductionsKeepTheCanonicalTree) {
+  // Values whose float sum depends on the order: the tree order is
+  // ((x0 + x1) + (x2 + x3)) + x4 for five clients.
+  auto f = program({{"clients", 5}}, [](Value xs) { return reduce_sum(xs); }, {"clients"});
+  Program p = trace(f, {f32t({5})});
+  Array xs = f32_array({1e8f, 1.0f, -1e8f, 1.0f, 0.5f}, {5});
+  float want = ((1e8f + 1.0f) + (-1e8f + 1.0f)) + 0.5f;
+  EXPECT_EQ(compile(p).run({xs})[0].item<float>(), want);
+  EXPECT_TRUE(compile(p).run({xs})[0].bitwise_equal(interpret(p, {xs})[0]));
+}
+
+TEST(Exec, JitRunsCompiledPrograms) {
+  auto f = jit([](Value a, Value b) { return logistic(matmul(a, b)); });
+  Array a = random_array({8, 16}, f32, 1), b = random_array({16, 4}, f32, 2);
+  Array got = f(a, b);
+  Array want = interpret(f.last_program(), {a, b})[0];
+  EXPECT_TRUE(Close(got, want, 1e-5));
+  EXPECT_TRUE(Close(f(a, b), want, 1e-5));
+  EXPECT_EQ(f.trace_count(), 1);
+}
+
+// ---- thread pool -------------------------------------------------------------
+TEST(ExecThreadPool, RunsEveryTaskOnceAndRethrows) {
+  exec::ThreadPool pool(3);
+  EXPECT_EQ(pool.size(), 3);
+  std::vector<std::atomic<int>> hits(1000);
+  pool.parallel_for(1000, [&](int64_t i) { ++hits[static_cast<size_t>(i)]; });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // Nested calls run inline instead of deadlocking.
+  std::atomic<int> inner{0};
+  pool.parallel_for(4, [&](int64_t) { pool.parallel_for(5, [&](int64_t) { ++inner; }); });
+  EXPECT_EQ(inner.load(), 20);
+  EXPECT_THROW(pool.parallel_for(50,
+                                 [](int64_t i) {
+                                   if (i == 17) throw Error("task 17");
+                                 }),
+               Error);
+  std::atomic<int> after{0};
+  pool.parallel_for(10, [&](int64_t) { ++after; });
+  EXPECT_EQ(after.load(), 10);
+}
+
+}  // namespace
+}  // namespace drx::testing
