@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "drx/exec/thread_pool.h"
 #include "fedavg_w1_reference.h"
 
 #ifdef DRX_BENCH_HAVE_OPENBLAS
@@ -38,16 +39,18 @@ constexpr double kLearningRate = 0.05;
 
 struct Options {
   int64_t cohort = 32, steps = 10, batch = 32, hidden = 200;
-  int64_t rounds = 7, warmup = 1;
+  int64_t rounds = 7, warmup = 1, threads = 0;  // 0: drx's default
   int64_t sgemm_n = 1024, dispatch_calls = 20000;
   bool check = false, json = false, sgemm = true, dispatch = true, w1 = true;
 };
 
 const char* kUsage =
     "usage: fedavg_w1 [--cohort N] [--steps N] [--batch N] [--hidden N] [--rounds N]\n"
-    "                 [--warmup N] [--sgemm-n N] [--dispatch-calls N] [--smoke] [--check]\n"
+    "                 [--warmup N] [--threads N] [--sgemm-n N] [--dispatch-calls N] [--smoke] "
+    "[--check]\n"
     "                 [--json] [--skip-w1] [--skip-sgemm] [--skip-dispatch]\n"
     "Defaults: W1 (cohort 32, 10 steps of batch 32, hidden 200), 7 timed rounds after 1 warm-up.\n"
+    "--threads: drx's thread count (default: DRX_NUM_THREADS, else every hardware thread).\n"
     "--smoke: cohort 4, 2 steps of batch 8, hidden 16, 2 rounds, small sgemm and dispatch\n"
     "runs, and --check (a float64 reference round must agree). Later flags override it.\n";
 
@@ -72,11 +75,15 @@ Options parse(int argc, char** argv) {
     o.cohort = 4, o.steps = 2, o.batch = 8, o.hidden = 16, o.rounds = 2;
     o.sgemm_n = 128, o.dispatch_calls = 500, o.check = true;
   }
-  std::map<std::string, int64_t*> counts = {
-      {"--cohort", &o.cohort},   {"--steps", &o.steps},
-      {"--batch", &o.batch},     {"--hidden", &o.hidden},
-      {"--rounds", &o.rounds},   {"--warmup", &o.warmup},
-      {"--sgemm-n", &o.sgemm_n}, {"--dispatch-calls", &o.dispatch_calls}};
+  std::map<std::string, int64_t*> counts = {{"--cohort", &o.cohort},
+                                            {"--steps", &o.steps},
+                                            {"--batch", &o.batch},
+                                            {"--hidden", &o.hidden},
+                                            {"--rounds", &o.rounds},
+                                            {"--warmup", &o.warmup},
+                                            {"--threads", &o.threads},
+                                            {"--sgemm-n", &o.sgemm_n},
+                                            {"--dispatch-calls", &o.dispatch_calls}};
   std::map<std::string, std::function<void()>> switches = {
       {"--smoke", [] {}},
       {"--check", [&] { o.check = true; }},
@@ -102,6 +109,7 @@ Options parse(int argc, char** argv) {
         value = args[++i];
       }
       *c->second = parse_count(flag, value, flag == "--warmup" ? 0 : 1);
+      if (flag == "--threads" && *c->second > 1024) usage_error("--threads is at most 1024");
     } else {
       usage_error("unknown argument '" + args[i] + "'");
     }
@@ -268,18 +276,18 @@ bool bench_w1(const Options& o) {
         "{\"bench\": \"drx-w1\", \"cohort\": %lld, \"steps\": %lld, \"batch\": %lld, "
         "\"hidden\": %lld, \"rounds\": %lld, \"first_call_s\": %.5f, \"median_s\": %.5f, "
         "\"min_s\": %.5f, \"cpu_median_s\": %.5f, \"gflops\": %.3f, \"eqns\": %zu, "
-        "\"traces\": %d",
+        "\"traces\": %d, \"threads\": %d",
         static_cast<long long>(o.cohort), static_cast<long long>(o.steps),
         static_cast<long long>(o.batch), static_cast<long long>(o.hidden),
         static_cast<long long>(o.rounds), first_s, med, best, cpu_med, gflops, eqns,
-        round.trace_count());
+        round.trace_count(), drx::num_threads());
     if (o.check) std::printf(", \"check_rel_err\": %.3g", check_err);
     std::printf("}\n");
   } else {
     std::printf(
-        "W1 FedAvg round (drx jit): cohort %lld, %lld steps x batch %lld, MLP %lld-%lld-%lld-%lld, "
-        "f32\n",
-        static_cast<long long>(o.cohort), static_cast<long long>(o.steps),
+        "W1 FedAvg round (drx jit, %d threads): cohort %lld, %lld steps x batch %lld, MLP "
+        "%lld-%lld-%lld-%lld, f32\n",
+        drx::num_threads(), static_cast<long long>(o.cohort), static_cast<long long>(o.steps),
         static_cast<long long>(o.batch), static_cast<long long>(kIn),
         static_cast<long long>(o.hidden), static_cast<long long>(o.hidden),
         static_cast<long long>(kClasses));
@@ -380,6 +388,7 @@ int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   bool ok = true;
   try {
+    if (o.threads > 0) drx::set_num_threads(static_cast<int>(o.threads));
     if (o.w1) ok = bench_w1(o);
     std::fflush(stdout);
     if (o.sgemm) bench_sgemm(o);
