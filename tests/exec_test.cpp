@@ -253,6 +253,71 @@ TEST(Exec, ElementwiseChainsRunInPlace) {
   EXPECT_TRUE(ArrayNear(x, to_doubles(random_array({64}, f64, 3)), 0, 0));
 }
 
+TEST(Exec, BroadcastOperandsAreReadWithoutMaterialisingThem) {
+  auto f = [](Value x, Value r, Value c, Value s) -> std::vector<Value> {
+    Value rows = broadcast_in_dim(r, {4, 5}, {1}), cols = broadcast_in_dim(c, {4, 5}, {0});
+    Value scalar = broadcast_in_dim(s, {4, 5}, {});
+    return {x + rows,
+            x * cols,
+            scalar - x,
+            where(greater(x, scalar), x, scalar),
+            maximum(rows, cols),
+            less(cols, x)};
+  };
+  Program p = trace(f, {f64t({4, 5}), f64t({5}), f64t({4}), f64t({})});
+  Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().dropped, 3u);  // the three broadcasts
+  EXPECT_EQ(exe.stats().fallbacks, 0u);
+  Array x = random_array({4, 5}, f64, 1), r = random_array({5}, f64, 2),
+        c = random_array({4}, f64, 3), s = Array::scalar<double>(0.25);
+  std::vector<Array> got = exe.run({x, r, c, s});
+  std::vector<double> add, mul, sub, relu, mx, lt;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 5; ++j) {
+      double xv = x.data<double>()[i * 5 + j], rv = r.data<double>()[j], cv = c.data<double>()[i];
+      add.push_back(xv + rv);
+      mul.push_back(xv * cv);
+      sub.push_back(0.25 - xv);
+      relu.push_back(xv > 0.25 ? xv : 0.25);
+      mx.push_back(std::max(rv, cv));
+      lt.push_back(cv < xv ? 1 : 0);
+    }
+  for (auto [k, want] : std::vector<std::pair<size_t, std::vector<double>>>{
+           {0, add}, {1, mul}, {2, sub}, {3, relu}, {4, mx}, {5, lt}})
+    EXPECT_TRUE(ArrayNear(got[k], want, 0, 0)) << "output " << k;
+}
+
+TEST(Exec, TransposedProductsAreOneGemm) {
+  auto f = [](Value a, Value b) -> std::vector<Value> {
+    Value ab = dot_general(a, b, {{0}, {0}, {}, {}});  // [7, 5]
+    Value once = dot_general(b, a, {{0}, {0}, {}, {}});
+    return {transpose(ab, {1, 0}), transpose(once, {1, 0}) + 1.0, once};
+  };
+  Program p = trace(f, {f32t({6, 7}), f32t({6, 5})});
+  Executable exe = compile(p);
+  // The first product, and the broadcast of 1.0; `once` has other readers.
+  EXPECT_EQ(exe.stats().dropped, 2u);
+  Array a = random_array({6, 7}, f32, 1), b = random_array({6, 5}, f32, 2);
+  std::vector<Array> got = exe.run({a, b});
+  std::vector<double> abt(35), bat(35);  // (a^T b)^T [5, 7] and (b^T a) [5, 7]
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 7; ++j) {
+      double v = 0;
+      for (int64_t k = 0; k < 6; ++k)
+        v += double{a.data<float>()[k * 7 + j]} * double{b.data<float>()[k * 5 + i]};
+      abt[static_cast<size_t>(i * 7 + j)] = v;
+      bat[static_cast<size_t>(i * 7 + j)] = v;
+    }
+  EXPECT_EQ(got[0].shape(), (Shape{5, 7}));
+  EXPECT_TRUE(ArrayNear(got[0], abt, 1e-5, 1e-6));
+  EXPECT_TRUE(ArrayNear(got[2], bat, 1e-5, 1e-6));
+  std::vector<double> t1(35);
+  for (int64_t i = 0; i < 7; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      t1[static_cast<size_t>(i * 5 + j)] = bat[static_cast<size_t>(j * 7 + i)] + 1.0;
+  EXPECT_TRUE(ArrayNear(got[1], t1, 1e-5, 1e-6));
+}
+
 TEST(Exec, ResultsOfEarlierCallsStayValid) {
   auto f = [](Value x) -> std::vector<Value> {
     Value y = x * 2.0;

@@ -13,7 +13,7 @@
 
 namespace drx::exec {
 
-void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector<bool>& fallback) {
+void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
   const Program& p = plan.program;
   std::vector<VarInfo>& vars = plan.vars;
   const size_t n = vars.size();
@@ -22,7 +22,9 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
   std::vector<int> last(n, -1), def(n, -1);
   std::vector<bool> is_output(n, false);
   for (int i = 0; i < num_eqns; ++i) {
-    for (int v : p.eqns[static_cast<size_t>(i)].ins) last[static_cast<size_t>(v)] = i;
+    const EqnChoice& c = eqns[static_cast<size_t>(i)];
+    if (!c.live) continue;
+    for (int v : c.reads) last[static_cast<size_t>(v)] = i;
     for (int v : p.eqns[static_cast<size_t>(i)].outs) def[static_cast<size_t>(v)] = i;
   }
   for (int v : p.outputs) is_output[static_cast<size_t>(v)] = true;
@@ -33,17 +35,18 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
   for (int v : p.inputs) vars[static_cast<size_t>(v)].storage = Storage::input;
   for (int i = 0; i < num_eqns; ++i) {
     const Eqn& e = p.eqns[static_cast<size_t>(i)];
+    const EqnChoice& c = eqns[static_cast<size_t>(i)];
+    if (!c.live) continue;
     for (size_t k = 0; k < e.outs.size(); ++k) {
       const size_t o = static_cast<size_t>(e.outs[k]);
       Storage& s = vars[o].storage;
-      if (s == Storage::constant) continue;
       if (is_output[o]) {
         s = Storage::output;
-      } else if (fallback[static_cast<size_t>(i)]) {
+      } else if (c.fallback) {
         s = Storage::dynamic;
-      } else if (alias[static_cast<size_t>(i)] == Alias::view && k == 0) {
+      } else if (c.alias == Alias::view && k == 0) {
         s = Storage::view;
-        root[o] = root[static_cast<size_t>(e.ins[0])];
+        root[o] = root[static_cast<size_t>(c.reads.at(0))];
       } else {
         s = Storage::pooled;
       }
@@ -74,14 +77,16 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
 
   for (int i = 0; i < num_eqns; ++i) {
     const Eqn& e = p.eqns[static_cast<size_t>(i)];
+    const EqnChoice& c = eqns[static_cast<size_t>(i)];
+    if (!c.live) continue;
     for (int o : e.outs) {
       VarInfo& out = vars[static_cast<size_t>(o)];
       if (out.storage == Storage::view)
         out.buffer = vars[static_cast<size_t>(root[static_cast<size_t>(o)])].buffer;
       if (out.storage != Storage::pooled) continue;
       int buffer = -1;
-      if (alias[static_cast<size_t>(i)] == Alias::elementwise) {
-        for (int v : e.ins) {
+      if (c.alias == Alias::elementwise) {
+        for (int v : c.reads) {
           const int r = root[static_cast<size_t>(v)];
           const VarInfo& in = vars[static_cast<size_t>(r)];
           if (in.storage != Storage::pooled || end[static_cast<size_t>(r)] != i ||
@@ -105,7 +110,7 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
       }
       out.buffer = buffer;
     }
-    for (int v : e.ins)
+    for (int v : c.reads)
       if (end[static_cast<size_t>(root[static_cast<size_t>(v)])] == i)
         release(root[static_cast<size_t>(v)]);
     for (int o : e.outs)
@@ -115,7 +120,6 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
 
   // Arrays held per call (arguments, fallback results, views) are dropped
   // after their last reader, so memory follows the program's liveness.
-  plan.steps.resize(p.eqns.size());
   plan.transient.clear();
   std::vector<bool> is_input(n, false);
   for (int v : p.inputs) is_input[static_cast<size_t>(v)] = true;
@@ -125,7 +129,7 @@ void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector
     plan.transient.push_back(static_cast<int>(v));
     if (is_output[v] || s == Storage::output) continue;
     int at = std::max(last[v], def[v]);
-    if (at >= 0) plan.steps[static_cast<size_t>(at)].release.push_back(static_cast<int>(v));
+    if (at >= 0) eqns[static_cast<size_t>(at)].release.push_back(static_cast<int>(v));
   }
 }
 

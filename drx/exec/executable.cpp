@@ -71,6 +71,25 @@ void run_steps(const Plan& plan, Frame& f) {
   }
 }
 
+// Equations whose results nothing reads (after kernels that fuse or replace
+// them) are not run. Walks backwards so that whole dead chains go.
+void drop_dead(const Program& p, std::vector<EqnChoice>& choices) {
+  std::vector<int> readers(p.var_types.size(), 0);
+  for (int v : p.outputs) ++readers[static_cast<size_t>(v)];
+  for (const EqnChoice& c : choices)
+    if (c.live)
+      for (int v : c.reads) ++readers[static_cast<size_t>(v)];
+  for (size_t i = p.eqns.size(); i-- > 0;) {
+    EqnChoice& c = choices[i];
+    if (!c.live || !p.eqns[i].prim->is_pure()) continue;
+    bool used = false;
+    for (int o : p.eqns[i].outs) used = used || readers[static_cast<size_t>(o)] > 0;
+    if (used) continue;
+    c.live = false;
+    for (int v : c.reads) --readers[static_cast<size_t>(v)];
+  }
+}
+
 std::shared_ptr<Plan> build(const Program& program) {
   auto plan = std::make_shared<Plan>();
   plan->program = program;
@@ -84,11 +103,19 @@ std::shared_ptr<Plan> build(const Program& program) {
   }
 
   const size_t num_eqns = p.eqns.size();
-  std::vector<Alias> alias(num_eqns, Alias::none);
-  std::vector<bool> fallback(num_eqns, false);
+  CompileContext cx{p, plan->vars, std::vector<int>(p.var_types.size(), -1),
+                    std::vector<int>(p.var_types.size(), 0)};
+  for (size_t i = 0; i < num_eqns; ++i) {
+    for (int v : p.eqns[i].outs) cx.producer[static_cast<size_t>(v)] = static_cast<int>(i);
+    for (int v : p.eqns[i].ins) ++cx.uses[static_cast<size_t>(v)];
+  }
+  for (int v : p.outputs) ++cx.uses[static_cast<size_t>(v)];
+
+  std::vector<EqnChoice> choices(num_eqns);
   std::vector<std::unique_ptr<Kernel>> kernels(num_eqns);
   for (size_t i = 0; i < num_eqns; ++i) {
     const Eqn& e = p.eqns[i];
+    EqnChoice& c = choices[i];
     // Equations without operands (constant, iota) are evaluated once, here.
     if (e.ins.empty() && e.prim->is_pure()) {
       std::vector<Array> r = e.prim->eval({}, e.params);
@@ -98,45 +125,42 @@ std::shared_ptr<Plan> build(const Program& program) {
         plan->constants.push_back(r.at(k));
       }
       ++plan->stats.constants;
+      c.live = false;
       continue;
     }
-    if (std::optional<KernelSpec> spec = select_kernel(e, plan->vars)) {
+    if (std::optional<KernelSpec> spec = select_kernel(e, cx)) {
       kernels[i] = std::move(spec->kernel);
-      alias[i] = spec->alias;
+      c.alias = spec->alias;
+      c.reads = spec->reads ? std::move(*spec->reads) : e.ins;
     } else {
       kernels[i] = fallback_kernel(e);
-      fallback[i] = true;
+      c.fallback = true;
+      c.reads = e.ins;
     }
   }
-  plan_buffers(*plan, alias, fallback);
+  drop_dead(p, choices);
+  plan_buffers(*plan, choices);
   for (size_t i = 0; i < num_eqns; ++i) {
     const Eqn& e = p.eqns[i];
-    Step& step = plan->steps[i];
-    if (!kernels[i]) continue;  // constant
+    EqnChoice& c = choices[i];
+    if (!c.live) {
+      if (kernels[i]) ++plan->stats.dropped;
+      continue;
+    }
     // A view whose result is a program output needs bytes of its own.
-    if (alias[i] == Alias::view &&
+    if (c.alias == Alias::view &&
         plan->vars[static_cast<size_t>(e.outs[0])].storage != Storage::view) {
       kernels[i] = copy_kernel(e, plan->vars[static_cast<size_t>(e.outs[0])].nbytes);
       ++plan->stats.kernels;
-    } else if (alias[i] == Alias::view) {
+    } else if (c.alias == Alias::view) {
       ++plan->stats.views;
-    } else if (fallback[i]) {
+    } else if (c.fallback) {
       ++plan->stats.fallbacks;
     } else {
       ++plan->stats.kernels;
     }
-    step.kernel = std::move(kernels[i]);
+    plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release)});
   }
-  // Constant equations have no step to run.
-  std::vector<Step> steps;
-  for (Step& s : plan->steps) {
-    if (s.kernel) {
-      steps.push_back(std::move(s));
-    } else if (!s.release.empty()) {
-      throw Error("exec: internal error: a constant equation releases variables");
-    }
-  }
-  plan->steps = std::move(steps);
 
   std::vector<bool> seen(p.var_types.size(), false);
   for (int v : p.outputs) {

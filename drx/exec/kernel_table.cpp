@@ -21,10 +21,10 @@ const KernelTable& table() {
 
 }  // namespace
 
-std::optional<KernelSpec> select_kernel(const Eqn& e, const std::vector<VarInfo>& vars) {
+std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx) {
   auto it = table().find(e.prim->name());
   if (it == table().end()) return std::nullopt;
-  return it->second(e, vars);
+  return it->second(e, cx);
 }
 
 }  // namespace drx::exec

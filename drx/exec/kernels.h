@@ -12,7 +12,7 @@
 
 namespace drx::exec {
 
-using KernelFactory = std::optional<KernelSpec> (*)(const Eqn& e, const std::vector<VarInfo>& vars);
+using KernelFactory = std::optional<KernelSpec> (*)(const Eqn& e, const CompileContext& cx);
 using KernelTable = std::unordered_map<std::string, KernelFactory>;
 
 void add_elementwise_kernels(KernelTable& t);
@@ -21,9 +21,20 @@ void add_dot_kernels(KernelTable& t);
 void add_shape_kernels(KernelTable& t);
 void add_mapreduce_kernels(KernelTable& t);
 
-inline const VarInfo& var(const std::vector<VarInfo>& vars, int v) {
-  return vars[static_cast<size_t>(v)];
-}
+// A transpose of a matrix product, as one gemm that writes the transposed
+// product (the product's own equation is then unused and dropped).
+std::optional<KernelSpec> transposed_dot(const Eqn& transpose, const CompileContext& cx);
+
+// out[i] = in[offset + sum_d idx_d(i) * stride_d] over `shape` (in elements).
+struct Layout {
+  Shape shape;
+  std::vector<int64_t> stride;
+  int64_t offset = 0;
+};
+// The same layout with size-1 dims dropped and contiguous neighbours merged.
+Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset);
+// The layout in which broadcast_in_dim equation `e` reads its operand.
+std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx);
 
 // The integer-list parameter `key`, or nullptr when absent or of another kind.
 inline const std::vector<int64_t>* param_ints(const Eqn& e, const char* key) {
@@ -33,7 +44,7 @@ inline const std::vector<int64_t>* param_ints(const Eqn& e, const char* key) {
 
 template <class K, class... A>
 std::optional<KernelSpec> spec(Alias alias, A&&... args) {
-  return KernelSpec{std::make_unique<K>(std::forward<A>(args)...), alias};
+  return KernelSpec{std::make_unique<K>(std::forward<A>(args)...), alias, std::nullopt};
 }
 
 }  // namespace drx::exec

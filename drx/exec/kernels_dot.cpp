@@ -37,7 +37,7 @@ void gemm(const Gemm& g, const T* a, const T* b, T* c) {
 template <class T>
 class GemmKernel : public Kernel {
  public:
-  GemmKernel(const Eqn& e, Gemm g) : a_(e.ins[0]), b_(e.ins[1]), c_(e.outs[0]), g_(g) {}
+  GemmKernel(int a, int b, int c, Gemm g) : a_(a), b_(b), c_(c), g_(g) {}
   void run(Frame& f) const override {
     const T* a = f.in<T>(a_);
     const T* b = f.in<T>(b_);
@@ -111,16 +111,46 @@ std::optional<Gemm> gemm_layout(const Eqn& e, const Shape& ls, const Shape& rs) 
   return g;
 }
 
-std::optional<KernelSpec> dot_general(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo &l = var(vars, e.ins[0]), &r = var(vars, e.ins[1]);
+std::optional<Gemm> float_gemm(const Eqn& e, const CompileContext& cx) {
+  const VarInfo &l = cx.var(e.ins[0]), &r = cx.var(e.ins[1]);
   if (l.dtype != r.dtype || !is_floating(l.dtype)) return std::nullopt;
-  std::optional<Gemm> g = gemm_layout(e, l.shape, r.shape);
+  return gemm_layout(e, l.shape, r.shape);
+}
+
+std::optional<KernelSpec> make_gemm(DType dt, int a, int b, int c, const Gemm& g) {
+  if (dt == DType::f32) return spec<GemmKernel<float>>(Alias::none, a, b, c, g);
+  return spec<GemmKernel<double>>(Alias::none, a, b, c, g);
+}
+
+std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
+  std::optional<Gemm> g = float_gemm(e, cx);
   if (!g) return std::nullopt;
-  if (l.dtype == DType::f32) return spec<GemmKernel<float>>(Alias::none, e, *g);
-  return spec<GemmKernel<double>>(Alias::none, e, *g);
+  return make_gemm(cx.var(e.ins[0]).dtype, e.ins[0], e.ins[1], e.outs[0], *g);
 }
 
 }  // namespace
+
+// transpose(dot_general(a, b), [1, 0]) is one gemm: C^T = op(B)^T op(A)^T, so
+// the operands swap and their transposition flags flip. (Reverse-mode
+// gradients of matmul produce this pattern for every weight.)
+std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
+  const auto* perm = param_ints(e, "perm");
+  if (!perm || *perm != std::vector<int64_t>{1, 0}) return std::nullopt;
+  const Eqn* dot = cx.producer_of(e.ins[0]);
+  if (!dot || dot->prim->name() != "dot_general" || cx.uses[static_cast<size_t>(e.ins[0])] != 1)
+    return std::nullopt;
+  std::optional<Gemm> g = float_gemm(*dot, cx);
+  if (!g || g->batch != 1) return std::nullopt;
+  Gemm t = *g;
+  t.m = g->n;
+  t.n = g->m;
+  t.trans_a = !g->trans_b;
+  t.trans_b = !g->trans_a;
+  std::optional<KernelSpec> s =
+      make_gemm(cx.var(e.ins[0]).dtype, dot->ins[1], dot->ins[0], e.outs[0], t);
+  s->reads = std::vector<int>{dot->ins[1], dot->ins[0]};
+  return s;
+}
 
 void add_dot_kernels(KernelTable& t) { t["dot_general"] = dot_general; }
 

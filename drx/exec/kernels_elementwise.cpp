@@ -188,40 +188,160 @@ class UnaryKernel : public Kernel {
   int64_t n_;
 };
 
-template <class T, class Out, class F>
+// Operands of binary ops and select may be read through a broadcast_in_dim
+// instead of from its materialised result: the result is viewed as
+// [outer, inner] and each operand advances `outer` elements per row and 1
+// (Unit) or 0 elements per column. Full operands have outer = inner; a bias
+// row has outer = 0; a per-row value has outer = 1 and stride 0; a scalar 0, 0.
+struct Operand {
+  int var = -1;
+  int64_t outer = 0;
+  bool unit = true;
+};
+
+template <class T, class Out, class F, int SA, int SB>
 class BinaryKernel : public Kernel {
  public:
-  BinaryKernel(const Eqn& e, int64_t n) : a_(e.ins[0]), b_(e.ins[1]), y_(e.outs[0]), n_(n) {}
+  BinaryKernel(Operand a, Operand b, int y, int64_t outer, int64_t inner)
+      : a_(a), b_(b), y_(y), outer_(outer), inner_(inner) {}
   void run(Frame& f) const override {
-    const T* a = f.in<T>(a_);
-    const T* b = f.in<T>(b_);
+    const T* a = f.in<T>(a_.var);
+    const T* b = f.in<T>(b_.var);
     Out* y = f.out<Out>(y_);
-    for (int64_t i = 0; i < n_; ++i) y[i] = static_cast<Out>(F{}(a[i], b[i]));
+    for (int64_t o = 0; o < outer_; ++o) {
+      const T* ar = a + o * a_.outer;
+      const T* br = b + o * b_.outer;
+      Out* yr = y + o * inner_;
+      for (int64_t j = 0; j < inner_; ++j) yr[j] = static_cast<Out>(F{}(ar[j * SA], br[j * SB]));
+    }
   }
 
  private:
-  int a_, b_, y_;
-  int64_t n_;
+  Operand a_, b_;
+  int y_;
+  int64_t outer_, inner_;
 };
 
 // Branches are copied as bit patterns of their element size.
-template <class T>
+template <class T, int SA, int SB>
 class SelectKernel : public Kernel {
  public:
-  SelectKernel(const Eqn& e, int64_t n)
-      : p_(e.ins[0]), a_(e.ins[1]), b_(e.ins[2]), y_(e.outs[0]), n_(n) {}
+  SelectKernel(int p, Operand a, Operand b, int y, int64_t outer, int64_t inner)
+      : p_(p), a_(a), b_(b), y_(y), outer_(outer), inner_(inner) {}
   void run(Frame& f) const override {
     const uint8_t* p = f.in<uint8_t>(p_);
-    const T* a = f.in<T>(a_);
-    const T* b = f.in<T>(b_);
+    const T* a = f.in<T>(a_.var);
+    const T* b = f.in<T>(b_.var);
     T* y = f.out<T>(y_);
-    for (int64_t i = 0; i < n_; ++i) y[i] = p[i] ? a[i] : b[i];
+    for (int64_t o = 0; o < outer_; ++o) {
+      const uint8_t* pr = p + o * inner_;
+      const T* ar = a + o * a_.outer;
+      const T* br = b + o * b_.outer;
+      T* yr = y + o * inner_;
+      for (int64_t j = 0; j < inner_; ++j) yr[j] = pr[j] ? ar[j * SA] : br[j * SB];
+    }
   }
 
  private:
-  int p_, a_, b_, y_;
-  int64_t n_;
+  int p_;
+  Operand a_, b_;
+  int y_;
+  int64_t outer_, inner_;
 };
+
+// How the result is split into [outer, inner], and its operands read.
+struct Access {
+  int64_t outer = 1, inner = 0;
+  std::vector<Operand> ops;
+  std::vector<int> reads() const {
+    std::vector<int> r;
+    for (const Operand& o : ops) r.push_back(o.var);
+    return r;
+  }
+};
+
+// Reads operands `fusable` (indices into e.ins) through the broadcast_in_dim
+// that produced them where the broadcast is a scalar, a repeated row or a
+// repeated column of the result; all other operands are read in full.
+Access access(const Eqn& e, const CompileContext& cx, std::initializer_list<size_t> fusable) {
+  Access a;
+  const int64_t n = num_elements(cx.var(e.outs[0]).shape);
+  a.inner = n;
+  bool split = false;
+  enum class Mode { full, scalar, row, col };
+  std::vector<Mode> modes(e.ins.size(), Mode::full);
+  for (int v : e.ins) a.ops.push_back(Operand{v, 0, true});
+  for (size_t k : fusable) {
+    const Eqn* b = cx.producer_of(e.ins[k]);
+    if (!b || b->prim->name() != "broadcast_in_dim") continue;
+    std::optional<Layout> l = broadcast_layout(*b, cx);
+    if (!l) continue;
+    Mode m = Mode::full;
+    int64_t rows = 1, cols = n;
+    if (l->shape.empty() || (l->shape.size() == 1 && l->stride[0] == 0)) {
+      m = Mode::scalar;
+    } else if (l->shape.size() == 1 && l->stride[0] == 1) {
+      m = Mode::full;  // the broadcast only adds size-1 dims
+    } else if (l->shape.size() == 2 && l->stride[0] == 0 && l->stride[1] == 1) {
+      m = Mode::row;
+      rows = l->shape[0], cols = l->shape[1];
+    } else if (l->shape.size() == 2 && l->stride[0] == 1 && l->stride[1] == 0) {
+      m = Mode::col;
+      rows = l->shape[0], cols = l->shape[1];
+    } else {
+      continue;
+    }
+    if (m == Mode::row || m == Mode::col) {
+      if (split && (a.outer != rows || a.inner != cols)) continue;
+      split = true;
+      a.outer = rows;
+      a.inner = cols;
+    }
+    modes[k] = m;
+    a.ops[k].var = b->ins[0];
+  }
+  for (size_t k = 0; k < a.ops.size(); ++k) {
+    Operand& o = a.ops[k];
+    o.unit = modes[k] == Mode::full || modes[k] == Mode::row;
+    o.outer = modes[k] == Mode::full ? a.inner : modes[k] == Mode::col ? 1 : 0;
+  }
+  if (n == 0) a.outer = 0;
+  return a;
+}
+
+template <class T, class Out, class F>
+std::optional<KernelSpec> make_binary(const Eqn& e, const Access& a) {
+  std::optional<KernelSpec> s;
+  const Operand &x = a.ops[0], &y = a.ops[1];
+  const int y_var = e.outs[0];
+  if (x.unit && y.unit)
+    s = spec<BinaryKernel<T, Out, F, 1, 1>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
+  else if (x.unit)
+    s = spec<BinaryKernel<T, Out, F, 1, 0>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
+  else if (y.unit)
+    s = spec<BinaryKernel<T, Out, F, 0, 1>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
+  else
+    s = spec<BinaryKernel<T, Out, F, 0, 0>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
+  s->reads = a.reads();
+  return s;
+}
+
+template <class T>
+std::optional<KernelSpec> make_select(const Eqn& e, const Access& a) {
+  std::optional<KernelSpec> s;
+  const int p = a.ops[0].var, y = e.outs[0];
+  const Operand &t = a.ops[1], &f = a.ops[2];
+  if (t.unit && f.unit)
+    s = spec<SelectKernel<T, 1, 1>>(Alias::elementwise, p, t, f, y, a.outer, a.inner);
+  else if (t.unit)
+    s = spec<SelectKernel<T, 1, 0>>(Alias::elementwise, p, t, f, y, a.outer, a.inner);
+  else if (f.unit)
+    s = spec<SelectKernel<T, 0, 1>>(Alias::elementwise, p, t, f, y, a.outer, a.inner);
+  else
+    s = spec<SelectKernel<T, 0, 0>>(Alias::elementwise, p, t, f, y, a.outer, a.inner);
+  s->reads = a.reads();
+  return s;
+}
 
 template <class S, class D>
 class ConvertKernel : public Kernel {
@@ -238,14 +358,14 @@ class ConvertKernel : public Kernel {
   int64_t n_;
 };
 
-int64_t size_of(const Eqn& e, const std::vector<VarInfo>& vars) {
-  return num_elements(var(vars, e.outs[0]).shape);
+int64_t size_of(const Eqn& e, const CompileContext& cx) {
+  return num_elements(cx.var(e.outs[0]).shape);
 }
 
 template <class F>
-std::optional<KernelSpec> unary(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const int64_t n = size_of(e, vars);
-  switch (var(vars, e.ins[0]).dtype) {
+std::optional<KernelSpec> unary(const Eqn& e, const CompileContext& cx) {
+  const int64_t n = size_of(e, cx);
+  switch (cx.var(e.ins[0]).dtype) {
     case DType::f32:
       return spec<UnaryKernel<float, F>>(Alias::elementwise, e, n);
     case DType::f64:
@@ -256,38 +376,38 @@ std::optional<KernelSpec> unary(const Eqn& e, const std::vector<VarInfo>& vars) 
 }
 
 template <class F>
-std::optional<KernelSpec> binary(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const int64_t n = size_of(e, vars);
-  switch (var(vars, e.ins[0]).dtype) {
+std::optional<KernelSpec> binary(const Eqn& e, const CompileContext& cx) {
+  switch (cx.var(e.ins[0]).dtype) {
     case DType::f32:
-      return spec<BinaryKernel<float, float, F>>(Alias::elementwise, e, n);
+      return make_binary<float, float, F>(e, access(e, cx, {0, 1}));
     case DType::f64:
-      return spec<BinaryKernel<double, double, F>>(Alias::elementwise, e, n);
+      return make_binary<double, double, F>(e, access(e, cx, {0, 1}));
     default:
       return std::nullopt;
   }
 }
 
 // Comparisons of any dtype the primitive accepts: the reference applies the
-// C++ operator to the stored values, as this does.
+// C++ operator to the stored values, as this does. Float operands may be read
+// through broadcasts; integer and bool ones are read in full.
 template <class F>
-std::optional<KernelSpec> compare(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const int64_t n = size_of(e, vars);
-  return dispatch_dtype(var(vars, e.ins[0]).dtype, [&](auto t) {
-    using T = decltype(t);
-    return spec<BinaryKernel<T, uint8_t, F>>(Alias::elementwise, e, n);
-  });
+std::optional<KernelSpec> compare(const Eqn& e, const CompileContext& cx) {
+  const DType d = cx.var(e.ins[0]).dtype;
+  if (d == DType::f32) return make_binary<float, uint8_t, F>(e, access(e, cx, {0, 1}));
+  if (d == DType::f64) return make_binary<double, uint8_t, F>(e, access(e, cx, {0, 1}));
+  const Access full = access(e, cx, {});
+  return dispatch_dtype(d, [&](auto t) { return make_binary<decltype(t), uint8_t, F>(e, full); });
 }
 
-std::optional<KernelSpec> select(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const int64_t n = size_of(e, vars);
-  switch (dtype_size(var(vars, e.outs[0]).dtype)) {
+std::optional<KernelSpec> select(const Eqn& e, const CompileContext& cx) {
+  const Access a = access(e, cx, {1, 2});
+  switch (dtype_size(cx.var(e.outs[0]).dtype)) {
     case 1:
-      return spec<SelectKernel<uint8_t>>(Alias::elementwise, e, n);
+      return make_select<uint8_t>(e, a);
     case 4:
-      return spec<SelectKernel<uint32_t>>(Alias::elementwise, e, n);
+      return make_select<uint32_t>(e, a);
     case 8:
-      return spec<SelectKernel<uint64_t>>(Alias::elementwise, e, n);
+      return make_select<uint64_t>(e, a);
     default:
       return std::nullopt;
   }
@@ -295,11 +415,11 @@ std::optional<KernelSpec> select(const Eqn& e, const std::vector<VarInfo>& vars)
 
 // To a float type from anything is a plain static_cast in the reference
 // (convert_element); conversions to integers or bool saturate and fall back.
-std::optional<KernelSpec> convert(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const DType from = var(vars, e.ins[0]).dtype, to = var(vars, e.outs[0]).dtype;
-  const int64_t n = size_of(e, vars);
+std::optional<KernelSpec> convert(const Eqn& e, const CompileContext& cx) {
+  const DType from = cx.var(e.ins[0]).dtype, to = cx.var(e.outs[0]).dtype;
+  const int64_t n = size_of(e, cx);
   if (from == to)
-    return KernelSpec{copy_kernel(e, var(vars, e.outs[0]).nbytes), Alias::elementwise};
+    return KernelSpec{copy_kernel(e, cx.var(e.outs[0]).nbytes), Alias::elementwise, std::nullopt};
   if (!is_floating(to)) return std::nullopt;
   return dispatch_dtype(from, [&](auto s) {
     using S = decltype(s);

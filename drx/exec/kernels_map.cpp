@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 
+#include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
 #include "drx/exec/thread_pool.h"
 
@@ -15,11 +16,11 @@ namespace {
 
 class MapKernel : public Kernel {
  public:
-  MapKernel(const Eqn& e, const std::vector<VarInfo>& vars, Executable body)
+  MapKernel(const Eqn& e, const CompileContext& cx, Executable body)
       : ins_(e.ins), outs_(e.outs), body_(std::move(body)) {
-    clients_ = var(vars, e.ins[0]).shape.at(0);
-    for (int v : ins_) in_row_.push_back(row_bytes(var(vars, v)));
-    for (int v : outs_) out_row_.push_back(row_bytes(var(vars, v)));
+    clients_ = cx.var(e.ins[0]).shape.at(0);
+    for (int v : ins_) in_row_.push_back(row_bytes(cx.var(v)));
+    for (int v : outs_) out_row_.push_back(row_bytes(cx.var(v)));
   }
 
   void run(Frame& f) const override {
@@ -38,6 +39,7 @@ class MapKernel : public Kernel {
         body_.run_raw(ip.data(), op.data());
       }
     };
+    SingleThreadedBlas one_blas_thread;
     ThreadPool& pool = global_pool();
     const int64_t blocks = std::min<int64_t>(clients_, pool.size());
     if (blocks <= 1) {
@@ -58,13 +60,13 @@ class MapKernel : public Kernel {
   Executable body_;
 };
 
-std::optional<KernelSpec> map_fn(const Eqn& e, const std::vector<VarInfo>& vars) {
+std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
   if (e.ins.empty() || !e.params.has("body")) return std::nullopt;
   const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at("body", "map_fn"));
   if (!body || !*body) return std::nullopt;
   for (int v : e.ins)
-    if (var(vars, v).shape.empty()) return std::nullopt;
-  return spec<MapKernel>(Alias::none, e, vars, compile(**body));
+    if (cx.var(v).shape.empty()) return std::nullopt;
+  return spec<MapKernel>(Alias::none, e, cx, compile(**body));
 }
 
 }  // namespace

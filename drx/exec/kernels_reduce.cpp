@@ -79,8 +79,8 @@ class AxisReduceKernel : public Kernel {
 };
 
 template <Kind K>
-std::optional<KernelSpec> axis_reduce(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo& x = var(vars, e.ins[0]);
+std::optional<KernelSpec> axis_reduce(const Eqn& e, const CompileContext& cx) {
+  const VarInfo& x = cx.var(e.ins[0]);
   const auto* axes = param_ints(e, "axes");
   if (!axes || !is_floating(x.dtype)) return std::nullopt;
   int64_t outer = 1, r = 1, inner = 1;
@@ -147,10 +147,10 @@ class PlacementReduceKernel : public Kernel {
 };
 
 template <Kind K>
-std::optional<KernelSpec> placement_reduce(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo& x = var(vars, e.ins[0]);
+std::optional<KernelSpec> placement_reduce(const Eqn& e, const CompileContext& cx) {
+  const VarInfo& x = cx.var(e.ins[0]);
   if (x.shape.empty()) return std::nullopt;
-  const int64_t clients = x.shape[0], width = num_elements(var(vars, e.outs[0]).shape);
+  const int64_t clients = x.shape[0], width = num_elements(cx.var(e.outs[0]).shape);
   if (x.dtype == DType::f32)
     return spec<PlacementReduceKernel<float, K>>(Alias::none, e, clients, width);
   if (x.dtype == DType::f64)

@@ -24,34 +24,11 @@ class ViewKernel : public Kernel {
   int x_, y_;
 };
 
-std::optional<KernelSpec> view(const Eqn& e, const std::vector<VarInfo>&) {
+std::optional<KernelSpec> view(const Eqn& e, const CompileContext&) {
   return spec<ViewKernel>(Alias::view, e);
 }
 
 constexpr size_t kMaxRank = 16;
-
-// out[i] = in[offset + sum_d idx_d(i) * stride_d], with dims merged first.
-struct Layout {
-  Shape shape;
-  std::vector<int64_t> stride;
-  int64_t offset = 0;
-};
-
-Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset) {
-  Layout l;
-  l.offset = offset;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (!l.shape.empty() && l.stride.back() == stride[d] * shape[d]) {
-      l.shape.back() *= shape[d];
-      l.stride.back() = stride[d];
-      continue;
-    }
-    l.shape.push_back(shape[d]);
-    l.stride.push_back(stride[d]);
-  }
-  return l;
-}
 
 template <class T>
 class StridedCopyKernel : public Kernel {
@@ -94,9 +71,9 @@ class StridedCopyKernel : public Kernel {
   int64_t total_ = 0;
 };
 
-std::optional<KernelSpec> strided(const Eqn& e, const std::vector<VarInfo>& vars, Layout l) {
+std::optional<KernelSpec> strided(const Eqn& e, const CompileContext& cx, Layout l) {
   if (l.shape.size() > kMaxRank) return std::nullopt;
-  switch (dtype_size(var(vars, e.outs[0]).dtype)) {
+  switch (dtype_size(cx.var(e.outs[0]).dtype)) {
     case 1:
       return spec<StridedCopyKernel<uint8_t>>(Alias::none, e, std::move(l));
     case 4:
@@ -108,45 +85,71 @@ std::optional<KernelSpec> strided(const Eqn& e, const std::vector<VarInfo>& vars
   }
 }
 
-std::optional<KernelSpec> transpose(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo& x = var(vars, e.ins[0]);
+std::optional<KernelSpec> transpose(const Eqn& e, const CompileContext& cx) {
+  if (std::optional<KernelSpec> gemm = transposed_dot(e, cx)) return gemm;
+  const VarInfo& x = cx.var(e.ins[0]);
   const auto* perm = param_ints(e, "perm");
   if (!perm || perm->size() != x.shape.size()) return std::nullopt;
   std::vector<int64_t> in_st = strides_of(x.shape), st;
   for (int64_t a : *perm) st.push_back(in_st[static_cast<size_t>(a)]);
-  return strided(e, vars, merged(var(vars, e.outs[0]).shape, st, 0));
+  return strided(e, cx, merged(cx.var(e.outs[0]).shape, st, 0));
 }
 
-std::optional<KernelSpec> broadcast_in_dim(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo& x = var(vars, e.ins[0]);
-  const Shape& shape = var(vars, e.outs[0]).shape;
-  const auto* dims = param_ints(e, "dims");
-  if (!dims || dims->size() != x.shape.size()) return std::nullopt;
-  std::vector<int64_t> in_st = strides_of(x.shape), st(shape.size(), 0);
-  for (size_t i = 0; i < dims->size(); ++i)
-    if (x.shape[i] != 1) st[static_cast<size_t>((*dims)[i])] = in_st[i];
-  return strided(e, vars, merged(shape, st, 0));
+std::optional<KernelSpec> broadcast_in_dim(const Eqn& e, const CompileContext& cx) {
+  std::optional<Layout> l = broadcast_layout(e, cx);
+  if (!l) return std::nullopt;
+  return strided(e, cx, std::move(*l));
 }
 
-std::optional<KernelSpec> slice(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const VarInfo& x = var(vars, e.ins[0]);
+std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
+  const VarInfo& x = cx.var(e.ins[0]);
   const auto* starts = param_ints(e, "starts");
   if (!starts || starts->size() != x.shape.size() || e.params.has("strides")) return std::nullopt;
   std::vector<int64_t> st = strides_of(x.shape);
   int64_t offset = 0;
   for (size_t d = 0; d < st.size(); ++d) offset += (*starts)[d] * st[d];
-  return strided(e, vars, merged(var(vars, e.outs[0]).shape, st, offset));
+  return strided(e, cx, merged(cx.var(e.outs[0]).shape, st, offset));
 }
 
 // [n, ...] copies of the operand: stride 0 over the clients.
-std::optional<KernelSpec> placement_broadcast(const Eqn& e, const std::vector<VarInfo>& vars) {
-  const Shape& shape = var(vars, e.outs[0]).shape;
+std::optional<KernelSpec> placement_broadcast(const Eqn& e, const CompileContext& cx) {
+  const Shape& shape = cx.var(e.outs[0]).shape;
   std::vector<int64_t> st = strides_of(shape);
   if (!st.empty()) st[0] = 0;
-  return strided(e, vars, merged(shape, st, 0));
+  return strided(e, cx, merged(shape, st, 0));
 }
 
 }  // namespace
+
+Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset) {
+  Layout l;
+  l.offset = offset;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!l.shape.empty() && l.stride.back() == stride[d] * shape[d]) {
+      l.shape.back() *= shape[d];
+      l.stride.back() = stride[d];
+      continue;
+    }
+    l.shape.push_back(shape[d]);
+    l.stride.push_back(stride[d]);
+  }
+  return l;
+}
+
+std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx) {
+  const VarInfo& x = cx.var(e.ins[0]);
+  const Shape& shape = cx.var(e.outs[0]).shape;
+  const auto* dims = param_ints(e, "dims");
+  if (!dims || dims->size() != x.shape.size()) return std::nullopt;
+  std::vector<int64_t> in_st = strides_of(x.shape), st(shape.size(), 0);
+  for (size_t i = 0; i < dims->size(); ++i) {
+    const auto d = static_cast<size_t>((*dims)[i]);
+    if (d >= shape.size()) return std::nullopt;
+    if (x.shape[i] != 1) st[d] = in_st[i];
+  }
+  return merged(shape, st, 0);
+}
 
 void add_shape_kernels(KernelTable& t) {
   t["reshape"] = view;

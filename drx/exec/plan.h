@@ -73,6 +73,33 @@ enum class Alias : uint8_t {
 struct KernelSpec {
   std::unique_ptr<Kernel> kernel;
   Alias alias = Alias::none;
+  // The variables the kernel reads, when not the equation's operands (a kernel
+  // that reads through a broadcast or replaces an earlier equation).
+  std::optional<std::vector<int>> reads;
+};
+
+// What kernel selection sees of the program being compiled.
+struct CompileContext {
+  const Program& program;
+  const std::vector<VarInfo>& vars;
+  std::vector<int> producer;  // the equation defining each variable, or -1
+  std::vector<int> uses;      // operand slots reading each variable, plus program outputs
+
+  const VarInfo& var(int v) const { return vars[static_cast<size_t>(v)]; }
+  // The equation defining v, or nullptr for inputs.
+  const Eqn* producer_of(int v) const {
+    int i = producer[static_cast<size_t>(v)];
+    return i < 0 ? nullptr : &program.eqns[static_cast<size_t>(i)];
+  }
+};
+
+// What compile decided for one equation.
+struct EqnChoice {
+  Alias alias = Alias::none;
+  bool fallback = false;
+  bool live = true;          // false: computed at compile time, or its results are unused
+  std::vector<int> reads;    // the variables its kernel reads
+  std::vector<int> release;  // filled by plan_buffers: held arrays to drop after it runs
 };
 
 struct Step {
@@ -106,13 +133,13 @@ struct Plan {
 };
 
 // Kernel selection: a fast kernel for this equation, or nullopt (fallback).
-std::optional<KernelSpec> select_kernel(const Eqn& e, const std::vector<VarInfo>& vars);
+std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx);
 std::unique_ptr<Kernel> fallback_kernel(const Eqn& e);
 // Copies operand 0 into result 0 (a view whose result must own its bytes).
 std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes);
 
-// Assigns storage and buffers to every variable and fills each step's release
-// list. `alias` is the chosen kernel's aliasing for each equation.
-void plan_buffers(Plan& plan, const std::vector<Alias>& alias, const std::vector<bool>& fallback);
+// Assigns storage and buffers to every variable and fills each live
+// equation's release list.
+void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns);
 
 }  // namespace drx::exec
