@@ -318,6 +318,42 @@ TEST(Exec, TransposedProductsAreOneGemm) {
   EXPECT_TRUE(ArrayNear(got[1], t1, 1e-5, 1e-6));
 }
 
+TEST(Exec, UpdatesByAScaledProductAccumulateInTheGemm) {
+  // w [3,4] - 0.5 * (x^T g) with x [5,3], g [5,4]; v + x^T g; and a product
+  // that reads the weight it updates (so the result must not overwrite it).
+  auto f = [](Value w, Value x, Value g, Value m) -> std::vector<Value> {
+    Value w2 = w * 2.0, w3 = w * 3.0;  // w3 dies at its update: updated in place
+    Value step = w2 - 0.5 * transpose(dot_general(g, x, {{0}, {0}, {}, {}}), {1, 0});
+    Value plus = (dot_general(x, g, {{0}, {0}, {}, {}}) + w3) * 2.0;
+    Value self = w2 - dot_general(w2, m, {{1}, {0}, {}, {}}) * 0.25;
+    return {step, plus, self};
+  };
+  Program p = trace(f, {f64t({3, 4}), f64t({5, 3}), f64t({5, 4}), f64t({4, 4})});
+  Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().fallbacks, 0u);
+  EXPECT_GE(exe.stats().dropped, 6u);  // products, transpose, muls, broadcasts
+  EXPECT_GE(exe.stats().in_place, 1u);
+  Array w = random_array({3, 4}, f64, 1), x = random_array({5, 3}, f64, 2),
+        g = random_array({5, 4}, f64, 3), m = random_array({4, 4}, f64, 4);
+  auto at = [](const Array& a, int64_t i, int64_t j) {
+    return a.data<double>()[i * a.shape()[1] + j];
+  };
+  std::vector<double> step, plus, self;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      double xg = 0, wm = 0;
+      for (int64_t k = 0; k < 5; ++k) xg += at(x, k, i) * at(g, k, j);
+      for (int64_t k = 0; k < 4; ++k) wm += 2 * at(w, i, k) * at(m, k, j);
+      step.push_back(2 * at(w, i, j) - 0.5 * xg);
+      plus.push_back((xg + 3 * at(w, i, j)) * 2);
+      self.push_back(2 * at(w, i, j) - 0.25 * wm);
+    }
+  std::vector<Array> got = exe.run({w, x, g, m});
+  EXPECT_TRUE(ArrayNear(got[0], step, 1e-13, 1e-13));
+  EXPECT_TRUE(ArrayNear(got[1], plus, 1e-13, 1e-13));
+  EXPECT_TRUE(ArrayNear(got[2], self, 1e-13, 1e-13));
+}
+
 TEST(Exec, ResultsOfEarlierCallsStayValid) {
   auto f = [](Value x) -> std::vector<Value> {
     Value y = x * 2.0;

@@ -85,9 +85,16 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
         out.buffer = vars[static_cast<size_t>(root[static_cast<size_t>(o)])].buffer;
       if (out.storage != Storage::pooled) continue;
       int buffer = -1;
-      if (c.alias == Alias::elementwise) {
-        for (int v : c.reads) {
+      if (c.alias == Alias::elementwise || (c.alias == Alias::first && o == e.outs[0])) {
+        const size_t candidates = c.alias == Alias::first ? 1 : c.reads.size();
+        for (size_t k = 0; k < candidates && k < c.reads.size(); ++k) {
+          const int v = c.reads[k];
           const int r = root[static_cast<size_t>(v)];
+          // Alias::first kernels read their other operands in any order.
+          bool shared = false;
+          for (size_t j = 1; c.alias == Alias::first && j < c.reads.size(); ++j)
+            shared = shared || root[static_cast<size_t>(c.reads[j])] == r;
+          if (shared) continue;
           const VarInfo& in = vars[static_cast<size_t>(r)];
           if (in.storage != Storage::pooled || end[static_cast<size_t>(r)] != i ||
               released[static_cast<size_t>(r)] || key_of(in.buffer) != Key(out.dtype, out.shape))

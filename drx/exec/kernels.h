@@ -24,6 +24,8 @@ void add_mapreduce_kernels(KernelTable& t);
 // A transpose of a matrix product, as one gemm that writes the transposed
 // product (the product's own equation is then unused and dropped).
 std::optional<KernelSpec> transposed_dot(const Eqn& transpose, const CompileContext& cx);
+// add/sub of a (scaled) matrix product to w, as one gemm accumulating into w.
+std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx, bool subtract);
 
 // out[i] = in[offset + sum_d idx_d(i) * stride_d] over `shape` (in elements).
 struct Layout {

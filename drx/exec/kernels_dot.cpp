@@ -4,6 +4,13 @@
 // passed as CblasTrans, never copied. Other layouts and integer dtypes fall
 // back to the reference loop.
 //
+// Two patterns around a product become part of its gemm call:
+//   transpose(dot(a, b), [1, 0])    one gemm writing the transposed product;
+//   w +/- c * dot(a, b)             gemm with alpha = +/-c, beta = 1, into w's
+//                                   buffer when w dies there (an SGD step).
+// Reverse-mode gradients of matmul produce the first for every weight, and
+// optimiser updates the second.
+//
 // Unlike the reference (which accumulates in double), sgemm accumulates in
 // float; results agree to float rounding.
 #include <cblas.h>
@@ -23,37 +30,53 @@ struct Gemm {
 };
 
 template <class T>
-void gemm(const Gemm& g, const T* a, const T* b, T* c) {
+void gemm(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta) {
   const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
   const auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
 }
+
+// c = a b, or with `w` set, c = w + sign * scale * a b (scale read at run time
+// from variable `scale`, or 1 without one).
+struct GemmCall {
+  int a = -1, b = -1, c = -1;
+  Gemm g;
+  int w = -1, scale = -1;
+  double sign = 1;
+};
 
 template <class T>
 class GemmKernel : public Kernel {
  public:
-  GemmKernel(int a, int b, int c, Gemm g) : a_(a), b_(b), c_(c), g_(g) {}
+  explicit GemmKernel(GemmCall call) : k_(call) {}
   void run(Frame& f) const override {
-    const T* a = f.in<T>(a_);
-    const T* b = f.in<T>(b_);
-    T* c = f.out<T>(c_);
-    if (g_.m == 0 || g_.n == 0) return;
-    if (g_.k == 0) {
-      std::fill(c, c + g_.batch * g_.m * g_.n, T{0});
-      return;
+    const Gemm& g = k_.g;
+    const T* a = f.in<T>(k_.a);
+    const T* b = f.in<T>(k_.b);
+    T* c = f.out<T>(k_.c);
+    const int64_t size = g.batch * g.m * g.n;
+    T beta = 0;
+    if (k_.w >= 0) {
+      const T* w = f.in<T>(k_.w);
+      if (w != c && size) std::memcpy(c, w, static_cast<size_t>(size) * sizeof(T));
+      beta = 1;
+    } else if (g.k == 0) {
+      std::fill(c, c + size, T{0});
     }
-    for (int64_t i = 0; i < g_.batch; ++i)
-      gemm<T>(g_, a + i * g_.m * g_.k, b + i * g_.k * g_.n, c + i * g_.m * g_.n);
+    if (size == 0 || g.k == 0) return;
+    T alpha = static_cast<T>(k_.sign);
+    if (k_.scale >= 0) alpha *= *f.in<T>(k_.scale);
+    for (int64_t i = 0; i < g.batch; ++i)
+      gemm<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta);
   }
 
  private:
-  int a_, b_, c_;
-  Gemm g_;
+  GemmCall k_;
 };
 
 bool is_block(const std::vector<int64_t>& dims, int64_t first) {
@@ -117,39 +140,100 @@ std::optional<Gemm> float_gemm(const Eqn& e, const CompileContext& cx) {
   return gemm_layout(e, l.shape, r.shape);
 }
 
-std::optional<KernelSpec> make_gemm(DType dt, int a, int b, int c, const Gemm& g) {
-  if (dt == DType::f32) return spec<GemmKernel<float>>(Alias::none, a, b, c, g);
-  return spec<GemmKernel<double>>(Alias::none, a, b, c, g);
+std::optional<KernelSpec> make_gemm(DType dt, const GemmCall& call, Alias alias,
+                                    std::vector<int> reads) {
+  std::optional<KernelSpec> s;
+  if (dt == DType::f32)
+    s = spec<GemmKernel<float>>(alias, call);
+  else
+    s = spec<GemmKernel<double>>(alias, call);
+  s->reads = std::move(reads);
+  return s;
 }
 
-std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
-  std::optional<Gemm> g = float_gemm(e, cx);
-  if (!g) return std::nullopt;
-  return make_gemm(cx.var(e.ins[0]).dtype, e.ins[0], e.ins[1], e.outs[0], *g);
-}
+bool only_use(const CompileContext& cx, int v) { return cx.uses[static_cast<size_t>(v)] == 1; }
 
-}  // namespace
-
-// transpose(dot_general(a, b), [1, 0]) is one gemm: C^T = op(B)^T op(A)^T, so
-// the operands swap and their transposition flags flip. (Reverse-mode
-// gradients of matmul produce this pattern for every weight.)
-std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
-  const auto* perm = param_ints(e, "perm");
-  if (!perm || *perm != std::vector<int64_t>{1, 0}) return std::nullopt;
-  const Eqn* dot = cx.producer_of(e.ins[0]);
-  if (!dot || dot->prim->name() != "dot_general" || cx.uses[static_cast<size_t>(e.ins[0])] != 1)
-    return std::nullopt;
+// The gemm computing variable v: a dot_general, or the transpose [1, 0] of a
+// 2-D dot_general read by nothing else.
+std::optional<GemmCall> gemm_of(int v, const CompileContext& cx) {
+  const Eqn* e = cx.producer_of(v);
+  if (!e) return std::nullopt;
+  if (e->prim->name() == "dot_general") {
+    std::optional<Gemm> g = float_gemm(*e, cx);
+    if (!g) return std::nullopt;
+    return GemmCall{e->ins[0], e->ins[1], v, *g};
+  }
+  if (e->prim->name() != "transpose") return std::nullopt;
+  const auto* perm = param_ints(*e, "perm");
+  if (!perm || *perm != std::vector<int64_t>{1, 0} || !only_use(cx, e->ins[0])) return std::nullopt;
+  const Eqn* dot = cx.producer_of(e->ins[0]);
+  if (!dot || dot->prim->name() != "dot_general") return std::nullopt;
   std::optional<Gemm> g = float_gemm(*dot, cx);
   if (!g || g->batch != 1) return std::nullopt;
+  // C^T = op(B)^T op(A)^T: the operands swap and their flags flip.
   Gemm t = *g;
   t.m = g->n;
   t.n = g->m;
   t.trans_a = !g->trans_b;
   t.trans_b = !g->trans_a;
-  std::optional<KernelSpec> s =
-      make_gemm(cx.var(e.ins[0]).dtype, dot->ins[1], dot->ins[0], e.outs[0], t);
-  s->reads = std::vector<int>{dot->ins[1], dot->ins[0]};
-  return s;
+  return GemmCall{dot->ins[1], dot->ins[0], v, t};
+}
+
+std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
+  std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
+  if (!call) return std::nullopt;
+  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b});
+}
+
+// A scalar operand: broadcast_in_dim of a one-element value.
+int scalar_source(int v, const CompileContext& cx) {
+  const Eqn* e = cx.producer_of(v);
+  if (!e || e->prim->name() != "broadcast_in_dim" || num_elements(cx.var(e->ins[0]).shape) != 1)
+    return -1;
+  return e->ins[0];
+}
+
+}  // namespace
+
+std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
+  std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
+  if (!call) return std::nullopt;
+  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b});
+}
+
+std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx, bool subtract) {
+  const int out = e.outs[0];
+  const DType dt = cx.var(out).dtype;
+  if (!is_floating(dt)) return std::nullopt;
+  // Try the product as the second operand, then (for add) as the first.
+  for (int side = 1; side >= (subtract ? 1 : 0); --side) {
+    const int w = e.ins[static_cast<size_t>(1 - side)], term = e.ins[static_cast<size_t>(side)];
+    if (!only_use(cx, term)) continue;
+    int scale = -1;
+    int product = term;
+    const Eqn* m = cx.producer_of(term);
+    if (m && m->prim->name() == "mul") {
+      for (int k = 0; k < 2 && scale < 0; ++k) {
+        int s = scalar_source(m->ins[static_cast<size_t>(k)], cx);
+        if (s >= 0) {
+          scale = s;
+          product = m->ins[static_cast<size_t>(1 - k)];
+        }
+      }
+      if (scale < 0) continue;
+    }
+    if (!only_use(cx, product)) continue;
+    std::optional<GemmCall> call = gemm_of(product, cx);
+    if (!call) continue;
+    call->c = out;
+    call->w = w;
+    call->scale = scale;
+    call->sign = subtract ? -1 : 1;
+    std::vector<int> reads{w, call->a, call->b};
+    if (scale >= 0) reads.push_back(scale);
+    return make_gemm(dt, *call, Alias::first, std::move(reads));
+  }
+  return std::nullopt;
 }
 
 void add_dot_kernels(KernelTable& t) { t["dot_general"] = dot_general; }

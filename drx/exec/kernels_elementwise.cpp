@@ -377,6 +377,9 @@ std::optional<KernelSpec> unary(const Eqn& e, const CompileContext& cx) {
 
 template <class F>
 std::optional<KernelSpec> binary(const Eqn& e, const CompileContext& cx) {
+  if constexpr (std::is_same_v<F, Add> || std::is_same_v<F, Sub>)
+    if (std::optional<KernelSpec> gemm = accumulated_dot(e, cx, std::is_same_v<F, Sub>))
+      return gemm;
   switch (cx.var(e.ins[0]).dtype) {
     case DType::f32:
       return make_binary<float, float, F>(e, access(e, cx, {0, 1}));

@@ -67,6 +67,7 @@ class Kernel {
 enum class Alias : uint8_t {
   none,         // results need their own buffers
   elementwise,  // out[i] depends only on operand elements i: may reuse a dying operand
+  first,        // result 0 may reuse the buffer of the first variable read, if it dies
   view,         // result 0 is operand 0's bytes under another type
 };
 
