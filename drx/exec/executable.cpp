@@ -132,6 +132,7 @@ std::shared_ptr<Plan> build(const Program& program) {
       kernels[i] = std::move(spec->kernel);
       c.alias = spec->alias;
       c.reads = spec->reads ? std::move(*spec->reads) : e.ins;
+      c.view_offset = spec->view_offset;
     } else {
       kernels[i] = fallback_kernel(e);
       c.fallback = true;
@@ -150,7 +151,7 @@ std::shared_ptr<Plan> build(const Program& program) {
     // A view whose result is a program output needs bytes of its own.
     if (c.alias == Alias::view &&
         plan->vars[static_cast<size_t>(e.outs[0])].storage != Storage::view) {
-      kernels[i] = copy_kernel(e, plan->vars[static_cast<size_t>(e.outs[0])].nbytes);
+      kernels[i] = copy_kernel(e, plan->vars[static_cast<size_t>(e.outs[0])].nbytes, c.view_offset);
       ++plan->stats.kernels;
     } else if (c.alias == Alias::view) {
       ++plan->stats.views;

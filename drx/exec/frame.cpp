@@ -71,15 +71,17 @@ class FallbackKernel : public Kernel {
 
 class CopyKernel : public Kernel {
  public:
-  CopyKernel(int in, int out, size_t nbytes) : in_(in), out_(out), nbytes_(nbytes) {}
+  CopyKernel(int in, int out, size_t nbytes, size_t offset)
+      : in_(in), out_(out), nbytes_(nbytes), offset_(offset) {}
   void run(Frame& f) const override {
     void* dst = f.out(out_);
-    if (nbytes_ && dst != f.in(in_)) std::memcpy(dst, f.in(in_), nbytes_);
+    const void* src = static_cast<const std::byte*>(f.in(in_)) + offset_;
+    if (nbytes_ && dst != src) std::memcpy(dst, src, nbytes_);
   }
 
  private:
   int in_, out_;
-  size_t nbytes_;
+  size_t nbytes_, offset_;
 };
 
 }  // namespace
@@ -88,8 +90,8 @@ std::unique_ptr<Kernel> fallback_kernel(const Eqn& e) {
   return std::make_unique<FallbackKernel>(e);
 }
 
-std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes) {
-  return std::make_unique<CopyKernel>(e.ins[0], e.outs[0], nbytes);
+std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes, size_t offset) {
+  return std::make_unique<CopyKernel>(e.ins[0], e.outs[0], nbytes, offset);
 }
 
 }  // namespace drx::exec

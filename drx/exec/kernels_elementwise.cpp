@@ -238,7 +238,12 @@ class SelectKernel : public Kernel {
       const T* ar = a + o * a_.outer;
       const T* br = b + o * b_.outer;
       T* yr = y + o * inner_;
-      for (int64_t j = 0; j < inner_; ++j) yr[j] = pr[j] ? ar[j * SA] : br[j * SB];
+      // Branch-free (predicates are often random, as in relu): all-ones or
+      // all-zeros masks, which also vectorises.
+      for (int64_t j = 0; j < inner_; ++j) {
+        const T m = static_cast<T>(T{0} - static_cast<T>(pr[j] != 0));
+        yr[j] = static_cast<T>((ar[j * SA] & m) | (br[j * SB] & static_cast<T>(~m)));
+      }
     }
   }
 

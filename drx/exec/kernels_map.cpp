@@ -16,12 +16,23 @@ namespace {
 
 class MapKernel : public Kernel {
  public:
+  // A placed operand that is broadcast(x) is read as x by every client.
   MapKernel(const Eqn& e, const CompileContext& cx, Executable body)
-      : ins_(e.ins), outs_(e.outs), body_(std::move(body)) {
+      : outs_(e.outs), body_(std::move(body)) {
     clients_ = cx.var(e.ins[0]).shape.at(0);
-    for (int v : ins_) in_row_.push_back(row_bytes(cx.var(v)));
+    for (int v : e.ins) {
+      const Eqn* b = cx.producer_of(v);
+      if (b && b->prim->name() == "broadcast") {
+        ins_.push_back(b->ins[0]);
+        in_row_.push_back(0);
+      } else {
+        ins_.push_back(v);
+        in_row_.push_back(row_bytes(cx.var(v)));
+      }
+    }
     for (int v : outs_) out_row_.push_back(row_bytes(cx.var(v)));
   }
+  const std::vector<int>& reads() const { return ins_; }
 
   void run(Frame& f) const override {
     std::vector<const std::byte*> in(ins_.size());
@@ -66,7 +77,9 @@ std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
   if (!body || !*body) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
-  return spec<MapKernel>(Alias::none, e, cx, compile(**body));
+  auto kernel = std::make_unique<MapKernel>(e, cx, compile(**body));
+  std::vector<int> reads = kernel->reads();
+  return KernelSpec{std::move(kernel), Alias::none, std::move(reads)};
 }
 
 }  // namespace

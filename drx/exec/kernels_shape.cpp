@@ -12,21 +12,28 @@
 namespace drx::exec {
 namespace {
 
+// The result is the operand's bytes from `offset` on. The hold keeps the
+// operand's Array (and so the bytes) alive as long as the view is.
 class ViewKernel : public Kernel {
  public:
-  explicit ViewKernel(const Eqn& e) : x_(e.ins[0]), y_(e.outs[0]) {}
+  ViewKernel(const Eqn& e, size_t offset) : x_(e.ins[0]), y_(e.outs[0]), offset_(offset) {}
   void run(Frame& f) const override {
-    f.ptr[y_] = f.ptr[x_];
+    f.ptr[y_] = static_cast<std::byte*>(f.ptr[x_]) + offset_;
     f.hold[y_] = f.hold[x_];
   }
 
  private:
   int x_, y_;
+  size_t offset_;
 };
 
-std::optional<KernelSpec> view(const Eqn& e, const CompileContext&) {
-  return spec<ViewKernel>(Alias::view, e);
+std::optional<KernelSpec> view_at(const Eqn& e, size_t offset) {
+  std::optional<KernelSpec> s = spec<ViewKernel>(Alias::view, e, offset);
+  s->view_offset = offset;
+  return s;
 }
+
+std::optional<KernelSpec> view(const Eqn& e, const CompileContext&) { return view_at(e, 0); }
 
 constexpr size_t kMaxRank = 16;
 
@@ -108,7 +115,11 @@ std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
   std::vector<int64_t> st = strides_of(x.shape);
   int64_t offset = 0;
   for (size_t d = 0; d < st.size(); ++d) offset += (*starts)[d] * st[d];
-  return strided(e, cx, merged(cx.var(e.outs[0]).shape, st, offset));
+  Layout l = merged(cx.var(e.outs[0]).shape, st, offset);
+  // One contiguous run (e.g. leading rows, as minibatches are): a view.
+  if (l.shape.empty() || (l.shape.size() == 1 && l.stride[0] == 1))
+    return view_at(e, static_cast<size_t>(offset) * dtype_size(x.dtype));
+  return strided(e, cx, std::move(l));
 }
 
 // [n, ...] copies of the operand: stride 0 over the clients.

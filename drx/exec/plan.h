@@ -77,6 +77,7 @@ struct KernelSpec {
   // The variables the kernel reads, when not the equation's operands (a kernel
   // that reads through a broadcast or replaces an earlier equation).
   std::optional<std::vector<int>> reads;
+  size_t view_offset = 0;  // Alias::view: where the result starts in the operand, in bytes
 };
 
 // What kernel selection sees of the program being compiled.
@@ -98,8 +99,9 @@ struct CompileContext {
 struct EqnChoice {
   Alias alias = Alias::none;
   bool fallback = false;
-  bool live = true;          // false: computed at compile time, or its results are unused
-  std::vector<int> reads;    // the variables its kernel reads
+  bool live = true;        // false: computed at compile time, or its results are unused
+  std::vector<int> reads;  // the variables its kernel reads
+  size_t view_offset = 0;
   std::vector<int> release;  // filled by plan_buffers: held arrays to drop after it runs
 };
 
@@ -136,8 +138,9 @@ struct Plan {
 // Kernel selection: a fast kernel for this equation, or nullopt (fallback).
 std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx);
 std::unique_ptr<Kernel> fallback_kernel(const Eqn& e);
-// Copies operand 0 into result 0 (a view whose result must own its bytes).
-std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes);
+// Copies nbytes of operand 0 from `offset` into result 0 (a view whose result
+// must own its bytes).
+std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes, size_t offset = 0);
 
 // Assigns storage and buffers to every variable and fills each live
 // equation's release list.
