@@ -235,25 +235,47 @@ TEST(Exec, GemmLayoutsAgainstPlainLoops) {
   }
 }
 
-TEST(Exec, ElementwiseChainsRunInPlace) {
+TEST(Exec, ElementwiseChainsFuseIntoOneKernel) {
+  // Two trees: t = exp(x * y + x) (t has two readers), and the result.
   auto f = [](Value x, Value y) {
     Value t = exp(x * y + x);
     return tanh(t * t - y) / (abs(t) + 1.0);
   };
-  Program p = simplify(trace(f, {f64t({64}), f64t({64})}));
-  Executable exe = compile(p);
-  EXPECT_GT(exe.stats().in_place, 0u);
-  EXPECT_LE(exe.stats().buffers, 3u);
-  Array x = random_array({64}, f64, 3), y = random_array({64}, f64, 4);
-  std::vector<double> want;
-  for (int64_t i = 0; i < 64; ++i) {
-    double a = x.data<double>()[i], b = y.data<double>()[i];
-    double t = std::exp(a * b + a);
-    want.push_back(std::tanh(t * t - b) / (std::abs(t) + 1.0));
+  for (int64_t n : {64, 1000}) {  // one block, and several with a partial one
+    Program p = simplify(trace(f, {f64t({n}), f64t({n})}));
+    Executable exe = compile(p);
+    EXPECT_EQ(exe.stats().kernels, 2u);
+    EXPECT_EQ(exe.stats().fused, 7u);
+    EXPECT_LE(exe.stats().buffers, 1u);
+    Array x = random_array({n}, f64, 3), y = random_array({n}, f64, 4);
+    std::vector<double> want;
+    for (int64_t i = 0; i < n; ++i) {
+      double a = x.data<double>()[i], b = y.data<double>()[i];
+      double t = std::exp(a * b + a);
+      want.push_back(std::tanh(t * t - b) / (std::abs(t) + 1.0));
+    }
+    EXPECT_TRUE(ArrayNear(exe.run({x, y})[0], want, 1e-14, 0));
+    EXPECT_TRUE(exe.run({x, y})[0].bitwise_equal(interpret(p, {x, y})[0]));
+    // Inputs are never written.
+    EXPECT_TRUE(ArrayNear(x, to_doubles(random_array({n}, f64, 3)), 0, 0));
   }
-  EXPECT_TRUE(ArrayNear(exe.run({x, y})[0], want, 1e-14, 0));
-  // Inputs are never written, even when they die early.
-  EXPECT_TRUE(ArrayNear(x, to_doubles(random_array({64}, f64, 3)), 0, 0));
+}
+
+TEST(Exec, ElementwiseResultsReuseDyingOperands) {
+  // h (a bias add, not fusible) dies at h * 2 and h * 2 at its exp: both run
+  // in h's buffer.
+  auto f = [](Value x, Value b) { return sum(exp(maximum(x + b, 0.0) * 2.0), {1}); };
+  Program p = simplify(trace(f, {f64t({3, 4}), f64t({4})}));
+  Executable exe = compile(p);
+  EXPECT_GE(exe.stats().in_place, 1u);
+  EXPECT_EQ(exe.stats().buffers, 1u);
+  Array x = random_array({3, 4}, f64, 1), b = random_array({4}, f64, 2);
+  std::vector<double> want(3, 0.0);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      want[static_cast<size_t>(i)] +=
+          std::exp(std::max(x.data<double>()[i * 4 + j] + b.data<double>()[j], 0.0) * 2.0);
+  EXPECT_TRUE(ArrayNear(exe.run({x, b})[0], want, 1e-14, 0));
 }
 
 TEST(Exec, BroadcastOperandsAreReadWithoutMaterialisingThem) {
@@ -498,6 +520,29 @@ TEST(Exec, MapFnOnThreadsIsBitwiseTheSequentialLoop) {
   }
   set_num_threads(before);
   EXPECT_THROW(set_num_threads(0), Error);
+}
+
+TEST(Exec, ErrorsInsideMapFnBodiesReachTheCaller) {
+  auto f =
+      program({{"clients", 6}},
+              [](Value xs, Value idx) {
+                return reduce_sum(map_fn([](Value x, Value i) { return take(x, i, 0); }, xs, idx));
+              },
+              {"clients", "clients"});
+  Program p = trace(f, {f32t({6, 3}), Type(DType::i32, {6, 2})});
+  Executable exe = compile(p);
+  Array xs = random_array({6, 3}, f32, 1);
+  std::vector<int32_t> good = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}, bad = good;
+  bad[9] = 3;  // client 4 reads past its row
+  int before = num_threads();
+  for (int threads : {1, 3}) {
+    set_num_threads(threads);
+    EXPECT_THROW(exe.run({xs, Array::from_vector<int32_t>(bad, {6, 2})}), Error);
+    std::vector<Array> r = exe.run({xs, Array::from_vector<int32_t>(good, {6, 2})});
+    EXPECT_TRUE(
+        r[0].bitwise_equal(interpret(p, {xs, Array::from_vector<int32_t>(good, {6, 2})})[0]));
+  }
+  set_num_threads(before);
 }
 
 TEST(Exec, PlacementReductionsKeepTheCanonicalTree) {

@@ -139,6 +139,7 @@ std::shared_ptr<Plan> build(const Program& program) {
       c.reads = e.ins;
     }
   }
+  fuse_elementwise(cx, choices, kernels, plan->stats);
   drop_dead(p, choices);
   plan_buffers(*plan, choices);
   for (size_t i = 0; i < num_eqns; ++i) {

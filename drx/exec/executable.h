@@ -21,7 +21,8 @@ struct ExecStats {
   size_t fallbacks = 0;  // equations run by Primitive::eval
   size_t views = 0;      // equations that only alias their operand
   size_t constants = 0;  // equations evaluated at compile time
-  size_t dropped = 0;    // equations fused into others, or whose results are unused
+  size_t dropped = 0;    // equations absorbed by other kernels, or whose results are unused
+  size_t fused = 0;      // elementwise equations run inside another one's fused kernel
   size_t buffers = 0;    // distinct intermediate buffers
   size_t in_place = 0;   // results written over a dying operand
 };

@@ -142,6 +142,11 @@ std::unique_ptr<Kernel> fallback_kernel(const Eqn& e);
 // must own its bytes).
 std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes, size_t offset = 0);
 
+// Replaces trees of elementwise equations by one fused kernel each (at the
+// tree's root; the other members stop being live).
+void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
+                      std::vector<std::unique_ptr<Kernel>>& kernels, ExecStats& stats);
+
 // Assigns storage and buffers to every variable and fills each live
 // equation's release list.
 void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns);
