@@ -545,6 +545,21 @@ TEST(Exec, ErrorsInsideMapFnBodiesReachTheCaller) {
   set_num_threads(before);
 }
 
+TEST(Exec, PlacedBroadcastsAreReadWithoutCopies) {
+  auto f = program({{"clients", 4}},
+                   [](Value s, Value xs) -> std::vector<Value> {
+                     Value b = broadcast(s);
+                     return {reduce_sum(xs - b), reduce_max(exp(xs) * b)};
+                   },
+                   {"", "clients"});
+  Program p = trace(f, {f64t({3}), f64t({4, 3})});
+  Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().dropped, 1u);
+  Array s = random_array({3}, f64, 1), xs = random_array({4, 3}, f64, 2);
+  std::vector<Array> got = exe.run({s, xs}), want = interpret(p, {s, xs});
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(want[i]));
+}
+
 TEST(Exec, PlacementReductionsKeepTheCanonicalTree) {
   // Values whose float sum depends on the order: the tree order is
   // ((x0 + x1) + (x2 + x3)) + x4 for five clients.

@@ -126,8 +126,7 @@ class FusedKernel : public Kernel {
 // full; nullopt when only a kernel of its own can read it (a row or column).
 std::optional<std::pair<int, bool>> outside_operand(int v, const CompileContext& cx) {
   const Eqn* b = cx.producer_of(v);
-  if (!b || b->prim->name() != "broadcast_in_dim") return std::pair<int, bool>(v, true);
-  std::optional<Layout> l = broadcast_layout(*b, cx);
+  std::optional<Layout> l = b ? broadcast_layout(*b, cx) : std::nullopt;
   if (!l) return std::pair<int, bool>(v, true);
   if (l->shape.empty() || (l->shape.size() == 1 && l->stride[0] == 0))
     return std::pair<int, bool>(b->ins[0], false);

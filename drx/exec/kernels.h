@@ -35,7 +35,8 @@ struct Layout {
 };
 // The same layout with size-1 dims dropped and contiguous neighbours merged.
 Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset);
-// The layout in which broadcast_in_dim equation `e` reads its operand.
+// The layout in which `e` reads its operand if it is a broadcast_in_dim or a
+// broadcast over a placement; nullopt otherwise.
 std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx);
 
 // The integer-list parameter `key`, or nullptr when absent or of another kind.

@@ -185,11 +185,10 @@ std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
   return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b});
 }
 
-// A scalar operand: broadcast_in_dim of a one-element value.
+// A scalar operand: a broadcast of a one-element value.
 int scalar_source(int v, const CompileContext& cx) {
   const Eqn* e = cx.producer_of(v);
-  if (!e || e->prim->name() != "broadcast_in_dim" || num_elements(cx.var(e->ins[0]).shape) != 1)
-    return -1;
+  if (!e || !broadcast_layout(*e, cx) || num_elements(cx.var(e->ins[0]).shape) != 1) return -1;
   return e->ins[0];
 }
 

@@ -118,8 +118,7 @@ Access access(const Eqn& e, const CompileContext& cx, std::initializer_list<size
   for (int v : e.ins) a.ops.push_back(Operand{v, 0, true});
   for (size_t k : fusable) {
     const Eqn* b = cx.producer_of(e.ins[k]);
-    if (!b || b->prim->name() != "broadcast_in_dim") continue;
-    std::optional<Layout> l = broadcast_layout(*b, cx);
+    std::optional<Layout> l = b ? broadcast_layout(*b, cx) : std::nullopt;
     if (!l) continue;
     Mode m = Mode::full;
     int64_t rows = 1, cols = n;

@@ -122,14 +122,6 @@ std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
   return strided(e, cx, std::move(l));
 }
 
-// [n, ...] copies of the operand: stride 0 over the clients.
-std::optional<KernelSpec> placement_broadcast(const Eqn& e, const CompileContext& cx) {
-  const Shape& shape = cx.var(e.outs[0]).shape;
-  std::vector<int64_t> st = strides_of(shape);
-  if (!st.empty()) st[0] = 0;
-  return strided(e, cx, merged(shape, st, 0));
-}
-
 }  // namespace
 
 Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset) {
@@ -149,8 +141,18 @@ Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t of
 }
 
 std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx) {
+  const std::string& name = e.prim->name();
+  if ((name != "broadcast" && name != "broadcast_in_dim") || e.ins.size() != 1 ||
+      e.outs.size() != 1)
+    return std::nullopt;
   const VarInfo& x = cx.var(e.ins[0]);
   const Shape& shape = cx.var(e.outs[0]).shape;
+  if (name == "broadcast") {  // over a placement: stride 0 over the clients
+    std::vector<int64_t> st = strides_of(shape);
+    if (st.empty()) return std::nullopt;
+    st[0] = 0;
+    return merged(shape, st, 0);
+  }
   const auto* dims = param_ints(e, "dims");
   if (!dims || dims->size() != x.shape.size()) return std::nullopt;
   std::vector<int64_t> in_st = strides_of(x.shape), st(shape.size(), 0);
@@ -169,7 +171,7 @@ void add_shape_kernels(KernelTable& t) {
   t["transpose"] = transpose;
   t["broadcast_in_dim"] = broadcast_in_dim;
   t["slice"] = slice;
-  t["broadcast"] = placement_broadcast;
+  t["broadcast"] = broadcast_in_dim;  // [n, ...] copies: stride 0 over the clients
 }
 
 }  // namespace drx::exec
