@@ -1,0 +1,42 @@
+#include <string>
+
+#include "drx/nn/nn.h"
+#include "drx/ops/ops.h"
+
+namespace drx::nn {
+
+namespace {
+Value leaf(const Tree& t, const std::string& where) {
+  if (t.kind() == Tree::Kind::array) return constant(t.array());
+  if (t.kind() != Tree::Kind::value)
+    throw Error("mlp_apply: " + where + " must be a leaf, got a tree of structure " +
+                t.structure());
+  return t.value();
+}
+}  // namespace
+
+Value dense(const Value& x, const Value& w, const Value& b) {
+  if (w.ndim() != 2 || b.ndim() != 1 || b.shape()[0] != w.shape()[1] || x.ndim() < 1 ||
+      x.shape().back() != w.shape()[0])
+    throw TypeError("dense: expected x [..., in], w [in, out], b [out], got x " + x.type().str() +
+                    ", w " + w.type().str() + ", b " + b.type().str());
+  return matmul(x, w) + b;
+}
+
+Value mlp_apply(const Tree& params, const Value& x) {
+  if (params.kind() != Tree::Kind::dict || params.size() == 0)
+    throw Error("mlp_apply: params must be a non-empty dict of layers (see mlp_init), got " +
+                params.structure());
+  Value h = x;
+  for (size_t l = 0; l < params.size(); ++l) {
+    const std::string& key = params.keys()[l];
+    const Tree& layer = params.children()[l];
+    if (layer.kind() != Tree::Kind::dict || !layer.contains("w") || !layer.contains("b"))
+      throw Error("mlp_apply: layer '" + key + "' must be a dict {b, w}, got " + layer.structure());
+    if (l > 0) h = relu(h);
+    h = dense(h, leaf(layer["w"], key + ".w"), leaf(layer["b"], key + ".b"));
+  }
+  return h;
+}
+
+}  // namespace drx::nn

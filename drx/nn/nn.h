@@ -1,0 +1,51 @@
+#pragma once
+// Small neural-network building blocks on traced Values: dense layers, a ReLU
+// MLP whose parameters are a Tree, seeded initialisers, and the classification
+// losses and metrics used by federated training (masked for padded batches).
+#include <cstdint>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/trace/tree.h"
+#include "drx/trace/value.h"
+
+namespace drx::nn {
+
+enum class Init { glorot_uniform, he_normal, lecun_normal, zeros };
+
+// An array of `shape` drawn from `init`:
+//   glorot_uniform  U(-l, l), l = sqrt(6 / (fan_in + fan_out))
+//   he_normal       N(0, 2 / fan_in)   (plain normal, as PyTorch's kaiming_normal_)
+//   lecun_normal    N(0, 1 / fan_in)
+//   zeros
+// Seeded and platform-independent: the bits come from std::mt19937_64 (fully specified by the
+// standard) turned into doubles and normals by our own code (Box-Muller), not by the
+// implementation-defined std::*_distribution. dtype must be floating-point; fans must be
+// positive for the random initialisers. Throws drx::Error otherwise.
+Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out, uint64_t seed,
+                 DType dtype = DType::f32);
+
+// MLP parameters as a Tree of Arrays: dict {"layer0": {"b": [out], "w": [in, out]}, ...} for
+// sizes = {in, hidden..., out}. Layer keys are zero-padded when there are more than 10 layers, so
+// sorted key order is layer order. Weights from weight_init (each layer its own stream derived
+// from seed), biases zero.
+Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init = Init::he_normal,
+              DType dtype = DType::f32);
+
+// x @ w + b.
+Value dense(const Value& x, const Value& w, const Value& b);
+// Dense layers in key order with ReLU between them; returns the logits (no final activation).
+// params: a Tree of Values as made by mlp_init (Arrays become constants).
+Value mlp_apply(const Tree& params, const Value& x);
+
+// Per-example softmax cross-entropy, logits [n, classes], integer labels (i32/i64) [n] -> [n].
+Value softmax_cross_entropy(const Value& logits, const Value& labels);
+// sum(mask * ce) / max(sum(mask), 1): the mean over real examples (mask 1) of a padded batch; a
+// fully masked batch gives 0 and a zero gradient. mask [n] of any numeric dtype.
+Value masked_mean_loss(const Value& logits, const Value& labels, const Value& mask);
+// 1 where the first index of the largest logit equals the label, else 0; [n] in logits' dtype.
+Value correct(const Value& logits, const Value& labels);
+// mean(correct(logits, labels)).
+Value accuracy(const Value& logits, const Value& labels);
+
+}  // namespace drx::nn

@@ -1,0 +1,204 @@
+// The federated round and evaluation as drx programs over the placement "clients".
+#include <cmath>
+#include <string>
+
+#include "drx/mapreduce/mapreduce.h"
+#include "drx/nn/nn.h"
+#include "drx/ops/ops.h"
+#include "drx/optim/optim.h"
+#include "drx/transforms/api.h"
+
+namespace drx::optim {
+
+namespace {
+
+// Params as Values (Array leaves become constants) and their common floating dtype.
+Tree param_values(const Tree& params, const char* op, DType* dtype) {
+  std::vector<Tree> leaves = tree_leaves(params), vs;
+  if (leaves.empty()) throw Error(std::string(op) + ": params tree has no leaves");
+  for (const Tree& l : leaves) {
+    Value v = l.kind() == Tree::Kind::array ? constant(l.array()) : l.value();
+    if (vs.empty()) *dtype = v.dtype();
+    if (!is_floating(v.dtype()) || v.dtype() != *dtype || !v.type().placement.empty())
+      throw Error(std::string(op) +
+                  ": params must be unplaced floating-point leaves of one dtype, got " +
+                  v.type().str() + " (first leaf " + std::string(dtype_name(*dtype)) + ")");
+    vs.emplace_back(v);
+  }
+  return tree_unflatten(params, vs);
+}
+
+// Checks the dataset and the per-client batch grids; returns the grid's [steps, batch].
+std::pair<int64_t, int64_t> check_data(const char* op, int64_t clients, const Value& x,
+                                       const Value& y, const Value& idx, const Value& mask) {
+  const Type& xt = x.type();
+  const Type& yt = y.type();
+  const Type& it = idx.type();
+  const Type& mt = mask.type();
+  if (xt.shape.empty() || !is_floating(xt.dtype) || !xt.placement.empty())
+    throw Error(std::string(op) + ": x_all must be an unplaced floating array [N, ...], got " +
+                xt.str());
+  if (yt.shape.size() != 1 || !is_integer(yt.dtype) || yt.shape[0] != xt.shape[0] ||
+      !yt.placement.empty())
+    throw Error(std::string(op) + ": y_all must be unplaced integer labels [" +
+                std::to_string(xt.shape[0]) + "] (one per row of x_all " + xt.str() + "), got " +
+                yt.str());
+  if (it.shape.size() != 3 || it.shape[0] != clients || !is_integer(it.dtype) ||
+      it.placement != "clients")
+    throw Error(std::string(op) + ": idx must be integer [" + std::to_string(clients) +
+                ", steps, batch] placed at clients, got " + it.str());
+  if (mt.shape != it.shape || mt.placement != "clients" || mt.dtype == DType::bool_)
+    throw Error(std::string(op) + ": mask must be numeric with idx's shape " + it.str() +
+                ", placed at clients, got " + mt.str());
+  return {it.shape[1], it.shape[2]};
+}
+
+// Row s of a client's [steps, batch] grid as [batch].
+Value grid_row(const Value& grid, int64_t s) {
+  const int64_t batch = grid.shape()[1];
+  return reshape(slice(grid, {s, 0}, {s + 1, batch}), {batch});
+}
+
+Value batch_loss(Tree p, Value x, Value y, Value mask) {
+  return nn::masked_mean_loss(nn::mlp_apply(p, x), y, mask);
+}
+
+// One client's local training on its [steps, batch] grid; returns its params and the sum and
+// count of its per-example training losses.
+struct LocalResult {
+  Tree params;
+  Value loss_sum, count;
+};
+LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs, const Value& ys,
+                        const Value& idx, const Value& mask) {
+  auto step_grad = value_and_grad(batch_loss);
+  const bool heavy_ball = sgd.momentum != 0.0;
+  const double lr = sgd.lr, mu = sgd.momentum;
+  Tree p = start;
+  Tree m = heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree();
+  Value loss_sum = fill({}, 0.0, mask.dtype()), count = loss_sum;
+  for (int64_t s = 0; s < idx.shape()[0]; ++s) {
+    Value ids = grid_row(idx, s), mb = grid_row(mask, s);
+    auto [loss, g] = step_grad(p, take(xs, ids, 0), take(ys, ids, 0), mb);
+    Value n = sum(mb);
+    // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
+    loss_sum = loss_sum + loss * maximum(n, 1.0);
+    count = count + n;
+    // A step without real examples is skipped exactly (momentum included); select keeps the
+    // update differentiable.
+    Value has = greater(n, scalar_like(n, 0.0));
+    auto keep_if_empty = [&](const Value& updated, const Value& old) {
+      return where(has, updated, old);
+    };
+    if (heavy_ball) {
+      Tree m_new = tree_map([&](const Value& mv, const Value& gv) { return mu * mv + gv; }, m, g);
+      Tree p_new =
+          tree_map([&](const Value& pv, const Value& mv) { return pv - lr * mv; }, p, m_new);
+      m = tree_map(keep_if_empty, m_new, m);
+      p = tree_map(keep_if_empty, p_new, p);
+    } else {
+      Tree p_new = tree_map([&](const Value& pv, const Value& gv) { return pv - lr * gv; }, p, g);
+      p = tree_map(keep_if_empty, p_new, p);
+    }
+  }
+  return {p, loss_sum, count};
+}
+
+// Divides by the total weight, guarded so that an empty cohort gives 0, not NaN.
+Value safe_div(const Value& x, const Value& total) {
+  return x / maximum(total, x.dtype() == DType::f64 ? 1e-300 : 1e-30);
+}
+
+void check_sgd(const RoundSpec& spec) {
+  auto bad = [](double v) { return !std::isfinite(v); };
+  if (spec.cohort < 1)
+    throw Error("fedavg_round: cohort must be >= 1, got " + std::to_string(spec.cohort));
+  if (spec.steps < 0)
+    throw Error("fedavg_round: steps must be >= 0, got " + std::to_string(spec.steps));
+  if (spec.batch < 1)
+    throw Error("fedavg_round: batch must be >= 1, got " + std::to_string(spec.batch));
+  const ClientSgd& c = spec.client;
+  const ServerOptimizer& s = spec.server;
+  if (bad(c.lr) || bad(c.momentum) || c.momentum < 0 || bad(s.lr) || bad(s.momentum) ||
+      bad(s.beta1) || bad(s.beta2) || bad(s.eps) || s.eps < 0)
+    throw Error(
+        "fedavg_round: learning rates, momenta and betas must be finite, momentum and eps "
+        "non-negative");
+}
+
+}  // namespace
+
+RoundFn fedavg_round(const RoundSpec& spec) {
+  check_sgd(spec);
+  auto round = [spec](Tree params, Tree state, Value x_all, Value y_all, Value idx, Value mask,
+                      Value weights) -> Tree {
+    DType dt;
+    Tree p = param_values(params, "fedavg_round", &dt);
+    auto [steps, batch] = check_data("fedavg_round", spec.cohort, x_all, y_all, idx, mask);
+    if (steps != spec.steps || batch != spec.batch)
+      throw Error("fedavg_round: idx " + idx.type().str() +
+                  " does not match the RoundSpec's steps " + std::to_string(spec.steps) +
+                  " and batch " + std::to_string(spec.batch));
+    const Type& wt = weights.type();
+    if (wt.shape != Shape{spec.cohort} || wt.placement != "clients" || !is_floating(wt.dtype))
+      throw Error("fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
+                  "] placed at clients, got " + wt.str());
+    const ClientSgd sgd = spec.client;
+    Tree per_client = map_fn(
+        [sgd, dt](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k, Value w_k) -> Tree {
+          Value w = astype(w_k, dt);
+          LocalResult r = local_train(sgd, p0, xs, ys, idx_k, astype(mask_k, dt));
+          Tree delta = tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
+                                r.params, p0);
+          Value loss = w * (r.loss_sum / maximum(r.count, 1.0));
+          return Tree::dict({{"delta", delta}, {"loss", loss}, {"weight", w}});
+        },
+        broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask, weights);
+    Tree sums = reduce_sum(per_client);
+    Value total = sums["weight"];
+    Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
+    Value loss = safe_div(sums["loss"].value(), total);
+    auto [new_params, new_state] = spec.server.apply(p, delta, state);
+    // A round without data leaves the server untouched (momentum and Adam moments included).
+    Value has = greater(total, scalar_like(total, 0.0));
+    auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
+    Tree old_state = tree_unflatten(state, [&] {
+      std::vector<Tree> vs;
+      for (const Tree& l : tree_leaves(state))
+        vs.emplace_back(l.kind() == Tree::Kind::array ? constant(l.array()) : l.value());
+      return vs;
+    }());
+    return Tree::dict({{"loss", loss},
+                       {"params", tree_map(keep, new_params, p)},
+                       {"state", tree_map(keep, new_state, old_state)}});
+  };
+  return program({{"clients", spec.cohort}}, round,
+                 {"", "", "", "", "clients", "clients", "clients"});
+}
+
+EvalFn evaluate_fn(int64_t shards) {
+  if (shards < 1) throw Error("evaluate_fn: shards must be >= 1, got " + std::to_string(shards));
+  auto eval = [shards](Tree params, Value x_all, Value y_all, Value idx, Value mask) -> Tree {
+    DType dt;
+    Tree p = param_values(params, "evaluate_fn", &dt);
+    check_data("evaluate_fn", shards, x_all, y_all, idx, mask);
+    Tree per_shard = map_fn(
+        [dt](Tree pk, Value xs, Value ys, Value idx_k, Value mask_k) -> Tree {
+          const int64_t n = idx_k.shape()[0] * idx_k.shape()[1];
+          Value ids = reshape(idx_k, {n});
+          Value m = reshape(astype(mask_k, dt), {n});
+          Value logits = nn::mlp_apply(pk, take(xs, ids, 0));
+          Value labels = take(ys, ids, 0);
+          return Tree::dict({{"ce", sum(m * nn::softmax_cross_entropy(logits, labels))},
+                             {"correct", sum(m * nn::correct(logits, labels))},
+                             {"count", sum(m)}});
+        },
+        broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask);
+    Tree s = reduce_sum(per_shard);
+    Value n = maximum(s["count"].value(), 1.0);
+    return Tree::dict({{"accuracy", s["correct"].value() / n}, {"loss", s["ce"].value() / n}});
+  };
+  return program({{"clients", shards}}, eval, {"", "", "", "clients", "clients"});
+}
+
+}  // namespace drx::optim
