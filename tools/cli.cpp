@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "tools/commands/commands.h"
+#include "tools/fedavg/options.h"
 
 #ifndef DRX_VERSION
 #define DRX_VERSION "unknown"
@@ -36,6 +37,8 @@ const std::vector<Command> &commands() {
        "SSA form, and prints it back; exit code 1 with the reason if it is "
        "invalid.\n",
        check_command},
+      {"fedavg", fedavg::usage_text(), fedavg::summary_text(),
+       fedavg::details_text(), fedavg_command},
   };
   return all;
 }

@@ -21,6 +21,7 @@ struct Command {
 int demo_command(const Args &args, std::ostream &out);
 int run_command(const Args &args, std::ostream &out);
 int check_command(const Args &args, std::ostream &out);
+int fedavg_command(const Args &args, std::ostream &out);
 
 // Every subcommand, in the order `drx help` lists them.
 const std::vector<Command> &commands();

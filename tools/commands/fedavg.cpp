@@ -1,0 +1,26 @@
+#include <unistd.h>
+
+#include <iostream>
+#include <ostream>
+
+#include "tools/cli.h"
+#include "tools/commands/commands.h"
+#include "tools/fedavg/options.h"
+#include "tools/fedavg/train.h"
+
+namespace drx::tool {
+
+// Federated averaging on Fashion-MNIST; tools/fedavg holds the pieces.
+int fedavg_command(const Args& args, std::ostream& out) {
+  fedavg::Options o = fedavg::parse_options(args);
+  if (o.help) {
+    out << "usage: drx fedavg " << fedavg::usage_text() << "\n\n"
+        << fedavg::summary_text() << ".\n\n"
+        << fedavg::details_text();
+    return kExitOk;
+  }
+  fedavg::run_fedavg(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
+  return kExitOk;
+}
+
+}  // namespace drx::tool

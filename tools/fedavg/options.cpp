@@ -1,0 +1,296 @@
+#include "tools/fedavg/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <sstream>
+
+#include "drx/data/idx.h"
+#include "tools/cli.h"
+
+namespace drx::tool::fedavg {
+namespace {
+
+[[noreturn]] void bad(const std::string& flag, const std::string& value, const std::string& want) {
+  throw UsageError("fedavg: " + flag + " expects " + want + ", got '" + value + "'");
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
+  const std::string want =
+      max == INT64_MAX ? "an integer >= " + std::to_string(min)
+                       : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) bad(flag, text, want);
+  return v;
+}
+
+// min_open: the value must be > min; else >= min. max_open: < max; else <= max.
+double parse_real(const std::string& flag, const std::string& text, double min, bool min_open,
+                  double max, bool max_open) {
+  std::ostringstream want;
+  want << "a number " << (min_open ? "> " : ">= ") << min;
+  if (std::isfinite(max)) want << " and " << (max_open ? "< " : "<= ") << max;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
+      (min_open ? v <= min : v < min) || (max_open ? v >= max : v > max))
+    bad(flag, text, want.str());
+  return v;
+}
+
+std::string parse_choice(const std::string& flag, const std::string& text,
+                         const std::vector<std::string>& choices) {
+  std::string want = "one of";
+  for (size_t i = 0; i < choices.size(); ++i) want += (i ? "|" : " ") + choices[i];
+  for (const std::string& c : choices)
+    if (text == c) return text;
+  bad(flag, text, want);
+}
+
+std::vector<int64_t> parse_sizes(const std::string& flag, const std::string& text) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || errno == ERANGE || v < 1 || v > 65536)
+      bad(flag, text, "comma-separated layer sizes in [1, 65536], e.g. 200,200");
+    out.push_back(v);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Shortest text for help output (0.1 rather than 0.10000000000000001).
+std::string short_num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+std::string sizes_text(const std::vector<int64_t>& sizes) {
+  std::string s;
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
+  return s;
+}
+
+}  // namespace
+
+Options parse_options(const std::vector<std::string>& args) {
+  Options o;
+  o.data_dir = data::kFashionMnistDir;
+  bool epochs_given = false, steps_given = false;
+  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+  const std::map<std::string, Setter> valued = {
+      {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
+      {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
+      {"--max-examples", [&](auto& f, auto& v) { o.max_examples = parse_int(f, v, 0, INT64_MAX); }},
+      {"--rounds", [&](auto& f, auto& v) { o.rounds = parse_int(f, v, 1, 100000000); }},
+      {"--clients", [&](auto& f, auto& v) { o.clients = parse_int(f, v, 1, 10000000); }},
+      {"--cohort", [&](auto& f, auto& v) { o.cohort = parse_int(f, v, 1, 10000000); }},
+      {"--partition",
+       [&](auto& f, auto& v) {
+         o.partition = parse_choice(f, v, {"iid", "dirichlet", "shards"});
+       }},
+      {"--alpha", [&](auto& f, auto& v) { o.alpha = parse_real(f, v, 0, true, 1e6, false); }},
+      {"--shards-per-client",
+       [&](auto& f, auto& v) { o.shards_per_client = parse_int(f, v, 1, 1000000); }},
+      {"--hidden", [&](auto& f, auto& v) { o.hidden = parse_sizes(f, v); }},
+      {"--epochs",
+       [&](auto& f, auto& v) {
+         o.epochs = parse_int(f, v, 1, 100000);
+         epochs_given = true;
+       }},
+      {"--local-steps",
+       [&](auto& f, auto& v) {
+         o.local_steps = parse_int(f, v, 1, 1000000);
+         steps_given = true;
+       }},
+      {"--batch", [&](auto& f, auto& v) { o.batch = parse_int(f, v, 1, 1000000); }},
+      {"--client-lr",
+       [&](auto& f, auto& v) { o.client_lr = parse_real(f, v, 0, true, 1e6, false); }},
+      {"--client-momentum",
+       [&](auto& f, auto& v) { o.client_momentum = parse_real(f, v, 0, false, 1, true); }},
+      {"--server-opt",
+       [&](auto& f, auto& v) {
+         o.server_opt = parse_choice(f, v, {"fedavg", "fedavgm", "fedadam"});
+       }},
+      {"--server-lr",
+       [&](auto& f, auto& v) { o.server_lr = parse_real(f, v, 0, true, 1e6, false); }},
+      {"--server-momentum",
+       [&](auto& f, auto& v) { o.server_momentum = parse_real(f, v, 0, false, 1, true); }},
+      {"--seed",
+       [&](auto& f, auto& v) {
+         char* end = nullptr;
+         errno = 0;
+         unsigned long long s = std::strtoull(v.c_str(), &end, 10);
+         if (v.empty() || v[0] == '-' || *end != '\0' || errno == ERANGE)
+           bad(f, v, "an integer in [0, 2^64)");
+         o.seed = s;
+       }},
+      {"--eval-every", [&](auto& f, auto& v) { o.eval_every = parse_int(f, v, 1, INT64_MAX); }},
+      {"--checkpoint-every",
+       [&](auto& f, auto& v) { o.checkpoint_every = parse_int(f, v, 1, INT64_MAX); }},
+      {"--max-seconds",
+       [&](auto& f, auto& v) { o.max_seconds = parse_real(f, v, 0, true, 1e9, false); }},
+      {"--devices", [&](auto& f, auto& v) { o.devices = parse_int(f, v, 1, 1024); }},
+      {"--threads", [&](auto& f, auto& v) { o.threads = parse_int(f, v, 1, 1024); }},
+  };
+  const std::map<std::string, std::function<void()>> switches = {
+      {"--resume", [&] { o.resume = true; }},
+      {"--quiet", [&] { o.quiet = true; }},
+      {"--help", [&] { o.help = true; }},
+      {"-h", [&] { o.help = true; }},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    bool inline_value = false;
+    if (size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    if (auto s = switches.find(flag); s != switches.end()) {
+      if (inline_value)
+        throw UsageError("fedavg: " + flag + " takes no value, got '" + args[i] + "'");
+      s->second();
+    } else if (auto v = valued.find(flag); v != valued.end()) {
+      if (!inline_value) {
+        if (i + 1 == args.size()) throw UsageError("fedavg: " + flag + " needs a value");
+        value = args[++i];
+      }
+      v->second(flag, value);
+    } else if (flag.starts_with("-")) {
+      throw UsageError("fedavg: unknown flag '" + flag + "'");
+    } else {
+      throw UsageError("fedavg: unexpected argument '" + args[i] + "' (every option is a --flag)");
+    }
+  }
+  if (o.help) return o;
+  if (epochs_given && steps_given)
+    throw UsageError("fedavg: --epochs and --local-steps exclude each other; give one");
+  if (o.cohort > o.clients)
+    throw UsageError("fedavg: --cohort expects at most --clients (" + std::to_string(o.clients) +
+                     ") clients, got '" + std::to_string(o.cohort) + "'");
+  if (o.out_dir.empty()) throw UsageError("fedavg: --out expects a directory, got ''");
+  if (o.data_dir.empty()) throw UsageError("fedavg: --data expects a directory, got ''");
+  return o;
+}
+
+std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options& o) {
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"--max-examples", std::to_string(o.max_examples)},
+      {"--clients", std::to_string(o.clients)},
+      {"--cohort", std::to_string(o.cohort)},
+      {"--partition", o.partition},
+  };
+  if (o.partition == "dirichlet") f.emplace_back("--alpha", fmt(o.alpha));
+  if (o.partition == "shards")
+    f.emplace_back("--shards-per-client", std::to_string(o.shards_per_client));
+  f.emplace_back("--hidden", sizes_text(o.hidden));
+  if (o.local_steps > 0)
+    f.emplace_back("--local-steps", std::to_string(o.local_steps));
+  else
+    f.emplace_back("--epochs", std::to_string(o.epochs));
+  f.emplace_back("--batch", std::to_string(o.batch));
+  f.emplace_back("--client-lr", fmt(o.client_lr));
+  f.emplace_back("--client-momentum", fmt(o.client_momentum));
+  f.emplace_back("--server-opt", o.server_opt);
+  f.emplace_back("--server-lr", fmt(o.server_lr));
+  if (o.server_opt == "fedavgm") f.emplace_back("--server-momentum", fmt(o.server_momentum));
+  f.emplace_back("--seed", std::to_string(o.seed));
+  return f;
+}
+
+const char* usage_text() { return "[--data DIR] [--out DIR] [--rounds N] [FLAGS...]"; }
+
+const char* summary_text() {
+  return "train an MLP on Fashion-MNIST with federated averaging (simulated clients)";
+}
+
+const char* details_text() {
+  static const std::string text = [] {
+    const Options d;
+    std::ostringstream os;
+    os << "Simulates cross-device federated learning: the training set is split among --clients\n"
+          "clients; every round a seeded cohort of --cohort clients trains the server's model\n"
+          "locally with SGD and the server averages their updates. The whole round is one drx\n"
+          "program over the placement 'clients'. Progress goes to stderr; the final summary to\n"
+          "stdout. Files in --out: metrics.csv and metrics.svg (rewritten at every evaluation)\n"
+          "and checkpoint.bin (the server state), all replaced atomically.\n"
+          "\n"
+          "data and output:\n"
+          "  --data DIR              Fashion-MNIST IDX .gz files (default "
+       << data::kFashionMnistDir << ")\n"
+       << "  --out DIR               output directory (default " << d.out_dir << ")\n"
+       << "  --max-examples N        use only the first N examples of each split (default all)\n"
+          "population:\n"
+          "  --clients N             simulated clients (default "
+       << d.clients << ")\n"
+       << "  --cohort N              clients per round (default " << d.cohort << ")\n"
+       << "  --partition KIND        iid | dirichlet | shards (default " << d.partition << ")\n"
+       << "  --alpha A               Dirichlet concentration, smaller = more label skew (default "
+       << short_num(d.alpha) << ")\n"
+       << "  --shards-per-client N   label-sorted shards per client (default "
+       << d.shards_per_client << ")\n"
+       << "model and local training:\n"
+          "  --hidden N,N,...        hidden layer sizes of the ReLU MLP (default "
+       << sizes_text(d.hidden) << ")\n"
+       << "  --epochs E              local epochs over each client's data (default " << d.epochs
+       << ")\n"
+       << "  --local-steps S         exactly S local steps instead of --epochs\n"
+          "  --batch B               local batch size (default "
+       << d.batch << ")\n"
+       << "  --client-lr LR          client SGD learning rate (default " << short_num(d.client_lr)
+       << ")\n"
+       << "  --client-momentum M     client SGD momentum, 0 = plain SGD (default "
+       << short_num(d.client_momentum) << ")\n"
+       << "server:\n"
+          "  --server-opt KIND       fedavg | fedavgm | fedadam (default "
+       << d.server_opt << ")\n"
+       << "  --server-lr LR          server learning rate (default " << short_num(d.server_lr)
+       << ")\n"
+       << "  --server-momentum M     fedavgm momentum (default " << short_num(d.server_momentum)
+       << ")\n"
+       << "schedule:\n"
+          "  --rounds N              rounds to train (default "
+       << d.rounds << ")\n"
+       << "  --seed S                seed of the partition, init, cohorts and batches (default "
+       << d.seed << ")\n"
+       << "  --eval-every N          test-set evaluation every N rounds and at the end (default "
+       << d.eval_every << ")\n"
+       << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
+       << d.checkpoint_every << ")\n"
+       << "  --resume                continue from DIR/checkpoint.bin (same training flags;\n"
+          "                          --rounds may grow); the result is bit-identical to an\n"
+          "                          uninterrupted run\n"
+          "  --max-seconds T         stop cleanly after about T seconds, with a checkpoint\n"
+          "execution:\n"
+          "  --devices N             CPU devices along the 'clients' mesh axis (default "
+       << d.devices << ")\n"
+       << "  --threads N             drx worker threads (default: DRX_NUM_THREADS, else all)\n"
+          "  --quiet                 no progress output\n"
+          "\n"
+          "Every flag also takes the form --flag=VALUE.\n";
+    return os.str();
+  }();
+  return text.c_str();
+}
+
+}  // namespace drx::tool::fedavg

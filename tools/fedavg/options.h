@@ -1,0 +1,62 @@
+#pragma once
+// The configuration of a `drx fedavg` run and its command line.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace drx::tool::fedavg {
+
+struct Options {
+  // Data.
+  std::string data_dir;  // default: drx::data::kFashionMnistDir
+  std::string out_dir = "fedavg-out";
+  int64_t max_examples = 0;  // 0: every example; else the first N of each split
+  // Population and partition.
+  int64_t clients = 100;
+  int64_t cohort = 10;
+  std::string partition = "iid";  // iid | dirichlet | shards
+  double alpha = 0.5;             // dirichlet
+  int64_t shards_per_client = 2;  // shards
+  // Model.
+  std::vector<int64_t> hidden = {200, 200};
+  // Local training: `epochs` passes over each client's data, or exactly `local_steps` steps.
+  int64_t epochs = 1;
+  int64_t local_steps = 0;  // > 0 replaces epochs
+  int64_t batch = 32;
+  double client_lr = 0.1;
+  double client_momentum = 0.0;
+  // Server.
+  std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam
+  double server_lr = 1.0;
+  double server_momentum = 0.9;
+  // Schedule.
+  int64_t rounds = 150;
+  uint64_t seed = 0;
+  int64_t eval_every = 5;
+  int64_t checkpoint_every = 25;
+  bool resume = false;
+  double max_seconds = 0;  // 0: no time budget
+  // Execution.
+  int64_t devices = 1;
+  int64_t threads = 0;  // 0: drx's default
+  bool quiet = false;
+  bool help = false;  // --help among other flags: print help, run nothing
+};
+
+// Parses the arguments after `drx fedavg`. Throws UsageError naming the flag and what it
+// expects for an unknown flag, a missing value or a value out of range.
+Options parse_options(const std::vector<std::string>& args);
+
+// The flags that shape the training trajectory, as (flag, value text) in a fixed order.
+// A checkpoint records them; --resume refuses one whose fields differ. Rounds, schedule and
+// execution flags are left out: a run may be resumed with more rounds or other threads.
+std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options& o);
+
+// `drx help fedavg`: the usage line, the one-line summary, and the text describing every flag
+// with its default (built from a default Options, so help and behaviour cannot drift apart).
+const char* usage_text();
+const char* summary_text();
+const char* details_text();
+
+}  // namespace drx::tool::fedavg

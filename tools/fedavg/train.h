@@ -1,0 +1,34 @@
+#pragma once
+// The `drx fedavg` training loop: data, partition, rounds, evaluation, outputs, checkpoints.
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "tools/fedavg/options.h"
+
+namespace drx::tool::fedavg {
+
+// Files a run keeps in Options::out_dir.
+inline constexpr const char* kCheckpointFile = "checkpoint.bin";
+inline constexpr const char* kMetricsCsvFile = "metrics.csv";
+inline constexpr const char* kMetricsSvgFile = "metrics.svg";
+
+struct RunSummary {
+  int64_t rounds_done = 0;   // rounds completed, including those before a resume
+  double test_accuracy = 0;  // of the last evaluation (NaN if none)
+  double test_loss = 0;
+  double seconds = 0;          // wall clock of this process's run
+  bool stopped_early = false;  // --max-seconds ended the run before --rounds
+};
+
+// Trains as `o` says. Progress goes to `progress` (redrawn in place when `terminal`), the
+// final summary line to `out`. Throws drx::Error for a missing or damaged dataset (before
+// any output file is created), an unusable checkpoint under --resume, or a failed write.
+RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progress, bool terminal);
+
+// The local steps for a cohort that needs `need` steps to finish its epochs, where no client
+// of the population ever needs more than `most`: `need` rounded up to three significant bits
+// (so a run with clients of many sizes compiles only a few round programs), at most `most`.
+int64_t bucket_steps(int64_t need, int64_t most);
+
+}  // namespace drx::tool::fedavg
