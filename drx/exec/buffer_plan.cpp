@@ -25,7 +25,7 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     const EqnChoice& c = eqns[static_cast<size_t>(i)];
     if (!c.live) continue;
     for (int v : c.reads) last[static_cast<size_t>(v)] = i;
-    for (int v : p.eqns[static_cast<size_t>(i)].outs) def[static_cast<size_t>(v)] = i;
+    for (int v : written_by(p.eqns[static_cast<size_t>(i)], c)) def[static_cast<size_t>(v)] = i;
   }
   for (int v : p.outputs) is_output[static_cast<size_t>(v)] = true;
 
@@ -37,8 +37,9 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     const Eqn& e = p.eqns[static_cast<size_t>(i)];
     const EqnChoice& c = eqns[static_cast<size_t>(i)];
     if (!c.live) continue;
-    for (size_t k = 0; k < e.outs.size(); ++k) {
-      const size_t o = static_cast<size_t>(e.outs[k]);
+    const std::vector<int>& outs = written_by(e, c);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const size_t o = static_cast<size_t>(outs[k]);
       Storage& s = vars[o].storage;
       if (is_output[o]) {
         s = Storage::output;
@@ -79,13 +80,14 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     const Eqn& e = p.eqns[static_cast<size_t>(i)];
     const EqnChoice& c = eqns[static_cast<size_t>(i)];
     if (!c.live) continue;
-    for (int o : e.outs) {
+    const std::vector<int>& outs = written_by(e, c);
+    for (int o : outs) {
       VarInfo& out = vars[static_cast<size_t>(o)];
       if (out.storage == Storage::view)
         out.buffer = vars[static_cast<size_t>(root[static_cast<size_t>(o)])].buffer;
       if (out.storage != Storage::pooled) continue;
       int buffer = -1;
-      if (c.alias == Alias::elementwise || (c.alias == Alias::first && o == e.outs[0])) {
+      if (c.alias == Alias::elementwise || (c.alias == Alias::first && o == outs[0])) {
         const size_t candidates = c.alias == Alias::first ? 1 : c.reads.size();
         for (size_t k = 0; k < candidates && k < c.reads.size(); ++k) {
           const int v = c.reads[k];
@@ -120,7 +122,7 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     for (int v : c.reads)
       if (end[static_cast<size_t>(root[static_cast<size_t>(v)])] == i)
         release(root[static_cast<size_t>(v)]);
-    for (int o : e.outs)
+    for (int o : outs)
       if (end[static_cast<size_t>(o)] == i) release(o);
   }
   plan.stats.buffers = plan.buffer_vars.size();

@@ -83,14 +83,15 @@ void drop_dead(const Program& p, std::vector<EqnChoice>& choices) {
     EqnChoice& c = choices[i];
     if (!c.live || !p.eqns[i].prim->is_pure()) continue;
     bool used = false;
-    for (int o : p.eqns[i].outs) used = used || readers[static_cast<size_t>(o)] > 0;
+    for (int o : written_by(p.eqns[i], c)) used = used || readers[static_cast<size_t>(o)] > 0;
     if (used) continue;
     c.live = false;
     for (int v : c.reads) --readers[static_cast<size_t>(v)];
   }
 }
 
-std::shared_ptr<Plan> build(const Program& program) {
+std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
+                            const CompileOptions& options) {
   auto plan = std::make_shared<Plan>();
   plan->program = program;
   const Program& p = plan->program;
@@ -104,7 +105,7 @@ std::shared_ptr<Plan> build(const Program& program) {
 
   const size_t num_eqns = p.eqns.size();
   CompileContext cx{p, plan->vars, std::vector<int>(p.var_types.size(), -1),
-                    std::vector<int>(p.var_types.size(), 0)};
+                    std::vector<int>(p.var_types.size(), 0), mesh};
   for (size_t i = 0; i < num_eqns; ++i) {
     for (int v : p.eqns[i].outs) cx.producer[static_cast<size_t>(v)] = static_cast<int>(i);
     for (int v : p.eqns[i].ins) ++cx.uses[static_cast<size_t>(v)];
@@ -140,6 +141,7 @@ std::shared_ptr<Plan> build(const Program& program) {
     }
   }
   fuse_elementwise(cx, choices, kernels, plan->stats);
+  if (options.chunk_map_reduce) fuse_map_reduce(cx, choices, kernels, plan->stats);
   drop_dead(p, choices);
   plan_buffers(*plan, choices);
   for (size_t i = 0; i < num_eqns; ++i) {
@@ -176,9 +178,12 @@ std::shared_ptr<Plan> build(const Program& program) {
 }  // namespace
 }  // namespace exec
 
-Executable::Executable(const Program& program) : plan_(exec::build(program)) {}
+Executable::Executable(const Program& program, const Mesh& mesh, const CompileOptions& options)
+    : plan_(exec::build(program, mesh, options)) {}
 
-Executable compile(const Program& program) { return Executable(program); }
+Executable compile(const Program& program, const Mesh& mesh, const CompileOptions& options) {
+  return Executable(program, mesh, options);
+}
 
 const Program& Executable::program() const {
   if (!plan_) throw Error("Executable: empty (compile a program first)");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "drx/array/array.h"
+#include "drx/exec/mesh.h"
 #include "drx/ir/program.h"
 
 namespace drx {
@@ -17,14 +18,21 @@ struct Workspace;
 
 // What compile() decided, for tests and benchmarks.
 struct ExecStats {
-  size_t kernels = 0;    // equations run by a fast kernel
-  size_t fallbacks = 0;  // equations run by Primitive::eval
-  size_t views = 0;      // equations that only alias their operand
-  size_t constants = 0;  // equations evaluated at compile time
-  size_t dropped = 0;    // equations absorbed by other kernels, or whose results are unused
-  size_t fused = 0;      // elementwise equations run inside another one's fused kernel
-  size_t buffers = 0;    // distinct intermediate buffers
-  size_t in_place = 0;   // results written over a dying operand
+  size_t kernels = 0;       // equations run by a fast kernel
+  size_t fallbacks = 0;     // equations run by Primitive::eval
+  size_t views = 0;         // equations that only alias their operand
+  size_t constants = 0;     // equations evaluated at compile time
+  size_t dropped = 0;       // equations absorbed by other kernels, or whose results are unused
+  size_t fused = 0;         // elementwise equations run inside another one's fused kernel
+  size_t buffers = 0;       // distinct intermediate buffers
+  size_t in_place = 0;      // results written over a dying operand
+  size_t chunked_maps = 0;  // map_fns run client by client into their reductions' accumulators
+};
+
+struct CompileOptions {
+  // A map_fn whose results only feed reduce_* runs client by client into the
+  // reductions' accumulators, so memory does not grow with the clients.
+  bool chunk_map_reduce = true;
 };
 
 // A program compiled for the CPU. Copies share the compiled form; run() may be
@@ -32,7 +40,8 @@ struct ExecStats {
 class Executable {
  public:
   Executable() = default;
-  explicit Executable(const Program& program);
+  explicit Executable(const Program& program, const Mesh& mesh = Mesh(),
+                      const CompileOptions& options = {});
 
   // Runs on arrays of the program's input types; throws drx::Error otherwise.
   std::vector<Array> run(const std::vector<Array>& args) const;
@@ -48,6 +57,7 @@ class Executable {
   std::shared_ptr<exec::Plan> plan_;
 };
 
-Executable compile(const Program& program);
+Executable compile(const Program& program, const Mesh& mesh = Mesh(),
+                   const CompileOptions& options = {});
 
 }  // namespace drx

@@ -1,83 +1,90 @@
-// map_fn: the body is compiled once, with the outer program, and run per
-// client directly on the client's rows of the operands and results (no slice
-// copies). Clients are independent, so blocks of them run on the thread pool;
-// each client's result is computed by the same code whichever thread runs it,
-// so the output is bitwise the same as the sequential loop.
-#include <algorithm>
-#include <cstddef>
+// map_fn: clients are independent, so each shard of them (a device's, or a
+// thread's) runs on its own thread; each client's result is computed by the
+// same code whichever thread runs it, so the output is bitwise the same as
+// the sequential loop.
 #include <memory>
 
 #include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
-#include "drx/exec/thread_pool.h"
+#include "drx/exec/map_clients.h"
+#include "drx/exec/sharding.h"
 
 namespace drx::exec {
+
+size_t client_row_bytes(const VarInfo& v) {
+  return v.shape.empty() || v.shape[0] == 0 ? 0 : v.nbytes / static_cast<size_t>(v.shape[0]);
+}
+
+const Program* map_body(const Eqn& e) {
+  if (e.prim->name() != "map_fn" || !e.params.has("body")) return nullptr;
+  const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at("body", "map_fn"));
+  return body ? body->get() : nullptr;
+}
+
+ClientOperands::ClientOperands(const Eqn& e, const CompileContext& cx)
+    : clients_(cx.var(e.ins[0]).shape.at(0)) {
+  for (int v : e.ins) {
+    const Eqn* b = cx.producer_of(v);
+    if (b && b->prim->name() == "broadcast") {
+      vars_.push_back(b->ins[0]);
+      row_.push_back(0);
+    } else {
+      vars_.push_back(v);
+      row_.push_back(client_row_bytes(cx.var(v)));
+    }
+  }
+}
+
+std::vector<const std::byte*> ClientOperands::bases(const Frame& f) const {
+  std::vector<const std::byte*> b(vars_.size());
+  for (size_t k = 0; k < vars_.size(); ++k) b[k] = static_cast<const std::byte*>(f.in(vars_[k]));
+  return b;
+}
+
 namespace {
 
 class MapKernel : public Kernel {
  public:
-  // A placed operand that is broadcast(x) is read as x by every client.
   MapKernel(const Eqn& e, const CompileContext& cx, Executable body)
-      : outs_(e.outs), body_(std::move(body)) {
-    clients_ = cx.var(e.ins[0]).shape.at(0);
-    for (int v : e.ins) {
-      const Eqn* b = cx.producer_of(v);
-      if (b && b->prim->name() == "broadcast") {
-        ins_.push_back(b->ins[0]);
-        in_row_.push_back(0);
-      } else {
-        ins_.push_back(v);
-        in_row_.push_back(row_bytes(cx.var(v)));
-      }
-    }
-    for (int v : outs_) out_row_.push_back(row_bytes(cx.var(v)));
+      : operands_(e, cx),
+        outs_(e.outs),
+        body_(std::move(body)),
+        sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
+    for (int v : outs_) out_row_.push_back(client_row_bytes(cx.var(v)));
   }
-  const std::vector<int>& reads() const { return ins_; }
+  const std::vector<int>& reads() const { return operands_.reads(); }
 
   void run(Frame& f) const override {
-    std::vector<const std::byte*> in(ins_.size());
+    const std::vector<const std::byte*> in = operands_.bases(f);
     std::vector<std::byte*> out(outs_.size());
-    for (size_t k = 0; k < ins_.size(); ++k) in[k] = static_cast<const std::byte*>(f.in(ins_[k]));
     for (size_t k = 0; k < outs_.size(); ++k) out[k] = static_cast<std::byte*>(f.out(outs_[k]));
-    if (clients_ == 0) return;
-    auto run_block = [&](int64_t lo, int64_t hi) {
-      std::vector<const void*> ip(ins_.size());
+    SingleThreadedBlas one_blas_thread;
+    sharding_.run(operands_.clients(), [&](int64_t, int64_t lo, int64_t hi) {
+      std::vector<const void*> ip(in.size());
       std::vector<void*> op(outs_.size());
-      for (int64_t i = lo; i < hi; ++i) {
-        const auto row = static_cast<size_t>(i);
-        for (size_t k = 0; k < ip.size(); ++k) ip[k] = in[k] + row * in_row_[k];
-        for (size_t k = 0; k < op.size(); ++k) op[k] = out[k] + row * out_row_[k];
+      for (int64_t c = lo; c < hi; ++c) {
+        operands_.rows(in, c, ip.data());
+        for (size_t k = 0; k < op.size(); ++k)
+          op[k] = out[k] + static_cast<size_t>(c) * out_row_[k];
         body_.run_raw(ip.data(), op.data());
       }
-    };
-    SingleThreadedBlas one_blas_thread;
-    ThreadPool& pool = global_pool();
-    const int64_t blocks = std::min<int64_t>(clients_, pool.size());
-    if (blocks <= 1) {
-      run_block(0, clients_);
-      return;
-    }
-    pool.parallel_for(
-        blocks, [&](int64_t b) { run_block(clients_ * b / blocks, clients_ * (b + 1) / blocks); });
+    });
   }
 
  private:
-  static size_t row_bytes(const VarInfo& v) {
-    return v.shape.empty() || v.shape[0] == 0 ? 0 : v.nbytes / static_cast<size_t>(v.shape[0]);
-  }
-  std::vector<int> ins_, outs_;
-  std::vector<size_t> in_row_, out_row_;
-  int64_t clients_ = 0;
+  ClientOperands operands_;
+  std::vector<int> outs_;
+  std::vector<size_t> out_row_;
   Executable body_;
+  Sharding sharding_;
 };
 
 std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
-  if (e.ins.empty() || !e.params.has("body")) return std::nullopt;
-  const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at("body", "map_fn"));
-  if (!body || !*body) return std::nullopt;
+  const Program* body = map_body(e);
+  if (e.ins.empty() || !body) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
-  auto kernel = std::make_unique<MapKernel>(e, cx, compile(**body));
+  auto kernel = std::make_unique<MapKernel>(e, cx, compile(*body));
   std::vector<int> reads = kernel->reads();
   return KernelSpec{std::move(kernel), Alias::none, std::move(reads)};
 }

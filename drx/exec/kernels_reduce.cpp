@@ -5,38 +5,38 @@
 // in double exactly as the reference does, so results are bitwise equal to it.
 //
 // reduce_sum/max/min over a placement: the canonical binary tree over client
-// indices of drx/mapreduce/primitives.cpp (split at the largest power of two
-// below the count, left operand first), again bit for bit.
+// indices of drx/mapreduce/primitives.cpp (see tree_stack.h), again bit for
+// bit, whichever devices reduce which clients.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "drx/exec/kernels.h"
+#include "drx/exec/sharding.h"
+#include "drx/exec/tree_stack.h"
 
 namespace drx::exec {
 namespace {
 
-enum class Kind { sum, max, min };
-
-template <Kind K>
+template <ReduceKind K>
 inline void fold(double& a, double v) {
-  if constexpr (K == Kind::sum)
+  if constexpr (K == ReduceKind::sum)
     a += v;
-  else if constexpr (K == Kind::max) {
+  else if constexpr (K == ReduceKind::max) {
     if (v > a || v != v) a = v;
   } else {
     if (v < a || v != v) a = v;
   }
 }
 
-template <Kind K>
+template <ReduceKind K>
 constexpr double identity() {
-  if constexpr (K == Kind::sum) return 0.0;
-  if constexpr (K == Kind::max) return -std::numeric_limits<double>::infinity();
+  if constexpr (K == ReduceKind::sum) return 0.0;
+  if constexpr (K == ReduceKind::max) return -std::numeric_limits<double>::infinity();
   return std::numeric_limits<double>::infinity();
 }
 
-template <class T, Kind K>
+template <class T, ReduceKind K>
 class AxisReduceKernel : public Kernel {
  public:
   AxisReduceKernel(const Eqn& e, int64_t outer, int64_t r, int64_t inner)
@@ -78,7 +78,7 @@ class AxisReduceKernel : public Kernel {
   int64_t outer_, r_, inner_;
 };
 
-template <Kind K>
+template <ReduceKind K>
 std::optional<KernelSpec> axis_reduce(const Eqn& e, const CompileContext& cx) {
   const VarInfo& x = cx.var(e.ins[0]);
   const auto* axes = param_ints(e, "axes");
@@ -100,73 +100,83 @@ std::optional<KernelSpec> axis_reduce(const Eqn& e, const CompileContext& cx) {
 }
 
 // ---- over a placement --------------------------------------------------------
-template <class T, Kind K>
-inline T combine(T a, T b) {
-  if constexpr (K == Kind::sum) return static_cast<T>(a + b);
-  if constexpr (K == Kind::max) return a > b || a != a ? a : b;
-  return a < b || a != a ? a : b;
-}
-
-// Rows [lo, hi) reduced into out; scratch holds one row per tree level below.
-template <class T, Kind K>
-void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, T* out, T* scratch) {
-  if (hi - lo == 1) {
-    std::memcpy(out, rows + lo * width, static_cast<size_t>(width) * sizeof(T));
-    return;
-  }
-  int64_t half = 1;
-  while (half * 2 < hi - lo) half *= 2;
-  tree_reduce<T, K>(rows, lo, lo + half, width, out, scratch);
-  tree_reduce<T, K>(rows, lo + half, hi, width, scratch, scratch + width);
-  for (int64_t k = 0; k < width; ++k) out[k] = combine<T, K>(out[k], scratch[k]);
-}
-
-template <class T, Kind K>
+// Each shard of clients (a device's, or a thread's) is pushed into its own
+// TreeStack, and the shards' stacks into one, in client order.
 class PlacementReduceKernel : public Kernel {
  public:
-  PlacementReduceKernel(const Eqn& e, int64_t clients, int64_t width)
-      : x_(e.ins[0]), y_(e.outs[0]), clients_(clients), width_(width) {
-    int64_t depth = 0;
-    for (int64_t c = 1; c < clients; c *= 2) ++depth;
-    scratch_rows_ = depth + 1;
-  }
+  PlacementReduceKernel(const Eqn& e, const CompileContext& cx, ReduceKind kind)
+      : x_(e.ins[0]),
+        y_(e.outs[0]),
+        clients_(cx.var(e.ins[0]).shape[0]),
+        width_(num_elements(cx.var(e.outs[0]).shape)),
+        row_bytes_(static_cast<size_t>(width_) * dtype_size(cx.var(e.ins[0]).dtype)),
+        prototype_(make_row_reducer(cx.var(e.ins[0]).dtype, kind, width_)),
+        sharding_(cx.mesh, cx.program.type_of(e.ins[0]).placement) {}
+
+  bool valid() const { return prototype_ != nullptr; }
+
   void run(Frame& f) const override {
-    T* y = f.out<T>(y_);
-    if (clients_ == 0) {
-      std::fill(y, y + width_, T{0});
-      return;
-    }
-    if (width_ == 0) return;
-    std::vector<T> scratch(static_cast<size_t>(scratch_rows_ * width_));
-    tree_reduce<T, K>(f.in<T>(x_), 0, clients_, width_, y, scratch.data());
+    const auto* x = static_cast<const std::byte*>(f.in(x_));
+    void* y = f.out(y_);
+    std::vector<std::unique_ptr<RowReducer>> shards(
+        static_cast<size_t>(sharding_.shards(clients_)));
+    sharding_.run(clients_, [&](int64_t s, int64_t lo, int64_t hi) {
+      auto stack = prototype_->empty_like();
+      for (int64_t c = lo; c < hi; ++c) stack->push_row(c, x + static_cast<size_t>(c) * row_bytes_);
+      shards[static_cast<size_t>(s)] = std::move(stack);
+    });
+    auto all = prototype_->empty_like();
+    for (const auto& s : shards) all->push_blocks(*s);
+    all->finish(y);
   }
 
  private:
   int x_, y_;
-  int64_t clients_, width_, scratch_rows_ = 1;
+  int64_t clients_, width_;
+  size_t row_bytes_;
+  std::unique_ptr<RowReducer> prototype_;
+  Sharding sharding_;
 };
 
-template <Kind K>
+template <ReduceKind K>
 std::optional<KernelSpec> placement_reduce(const Eqn& e, const CompileContext& cx) {
-  const VarInfo& x = cx.var(e.ins[0]);
-  if (x.shape.empty()) return std::nullopt;
-  const int64_t clients = x.shape[0], width = num_elements(cx.var(e.outs[0]).shape);
-  if (x.dtype == DType::f32)
-    return spec<PlacementReduceKernel<float, K>>(Alias::none, e, clients, width);
-  if (x.dtype == DType::f64)
-    return spec<PlacementReduceKernel<double, K>>(Alias::none, e, clients, width);
-  return std::nullopt;
+  if (cx.var(e.ins[0]).shape.empty()) return std::nullopt;
+  auto kernel = std::make_unique<PlacementReduceKernel>(e, cx, K);
+  if (!kernel->valid()) return std::nullopt;
+  return KernelSpec{std::move(kernel), Alias::none, std::nullopt};
+}
+
+template <class T>
+std::unique_ptr<RowReducer> typed_reducer(ReduceKind kind, int64_t width) {
+  if (kind == ReduceKind::sum) return std::make_unique<TreeStack<T, ReduceKind::sum>>(width);
+  if (kind == ReduceKind::max) return std::make_unique<TreeStack<T, ReduceKind::max>>(width);
+  return std::make_unique<TreeStack<T, ReduceKind::min>>(width);
 }
 
 }  // namespace
 
+std::unique_ptr<RowReducer> make_row_reducer(DType dtype, ReduceKind kind, int64_t width) {
+  switch (dtype) {
+    case DType::f32:
+      return typed_reducer<float>(kind, width);
+    case DType::f64:
+      return typed_reducer<double>(kind, width);
+    case DType::i32:
+      return typed_reducer<int32_t>(kind, width);
+    case DType::i64:
+      return typed_reducer<int64_t>(kind, width);
+    default:
+      return nullptr;
+  }
+}
+
 void add_reduce_kernels(KernelTable& t) {
-  t["sum"] = axis_reduce<Kind::sum>;
-  t["max"] = axis_reduce<Kind::max>;
-  t["min"] = axis_reduce<Kind::min>;
-  t["reduce_sum"] = placement_reduce<Kind::sum>;
-  t["reduce_max"] = placement_reduce<Kind::max>;
-  t["reduce_min"] = placement_reduce<Kind::min>;
+  t["sum"] = axis_reduce<ReduceKind::sum>;
+  t["max"] = axis_reduce<ReduceKind::max>;
+  t["min"] = axis_reduce<ReduceKind::min>;
+  t["reduce_sum"] = placement_reduce<ReduceKind::sum>;
+  t["reduce_max"] = placement_reduce<ReduceKind::max>;
+  t["reduce_min"] = placement_reduce<ReduceKind::min>;
 }
 
 }  // namespace drx::exec

@@ -86,6 +86,7 @@ struct CompileContext {
   const std::vector<VarInfo>& vars;
   std::vector<int> producer;  // the equation defining each variable, or -1
   std::vector<int> uses;      // operand slots reading each variable, plus program outputs
+  const Mesh& mesh;           // the devices placed values are split across
 
   const VarInfo& var(int v) const { return vars[static_cast<size_t>(v)]; }
   // The equation defining v, or nullptr for inputs.
@@ -101,6 +102,9 @@ struct EqnChoice {
   bool fallback = false;
   bool live = true;        // false: computed at compile time, or its results are unused
   std::vector<int> reads;  // the variables its kernel reads
+  // The variables its kernel writes, when not the equation's results (a
+  // kernel that computes later equations' results in its place).
+  std::optional<std::vector<int>> writes;
   size_t view_offset = 0;
   std::vector<int> release;  // filled by plan_buffers: held arrays to drop after it runs
 };
@@ -146,6 +150,17 @@ std::unique_ptr<Kernel> copy_kernel(const Eqn& e, size_t nbytes, size_t offset =
 // tree's root; the other members stop being live).
 void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
                       std::vector<std::unique_ptr<Kernel>>& kernels, ExecStats& stats);
+
+// Replaces each map_fn whose results only feed placement reductions by one
+// kernel that runs the clients into the reductions' accumulators (the
+// reductions stop being live; the map_fn's equation writes their results).
+void fuse_map_reduce(const CompileContext& cx, std::vector<EqnChoice>& choices,
+                     std::vector<std::unique_ptr<Kernel>>& kernels, ExecStats& stats);
+
+// The variables equation e's kernel writes.
+inline const std::vector<int>& written_by(const Eqn& e, const EqnChoice& c) {
+  return c.writes ? *c.writes : e.outs;
+}
 
 // Assigns storage and buffers to every variable and fills each live
 // equation's release list.

@@ -69,6 +69,8 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     arrays.push_back(l.array());
     key += ";" + std::string(dtype_name(arrays.back().dtype())) + shape_str(arrays.back().shape());
   }
+  const Mesh mesh = mesh_ ? *mesh_ : current_mesh();
+  key += "|mesh" + mesh.str();
   const Entry* entry = nullptr;
   if (auto it = entries_.find(key); it != entries_.end()) entry = &it->second;
   if (!entry) {
@@ -79,7 +81,7 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     Program p = std::move(t.program);
     Tree out = std::move(t.out_structure);
     Program simplified = simplify(p);
-    auto executable = std::make_shared<const Executable>(simplified);
+    auto executable = std::make_shared<const Executable>(simplified, mesh);
     entry = &entries_.emplace(key, Entry{key, std::move(simplified), out, std::move(executable)})
                  .first->second;
   }

@@ -1,11 +1,13 @@
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "drx/exec/mesh.h"
 #include "drx/ir/program.h"
 #include "drx/trace/function.h"
 
@@ -44,10 +46,12 @@ Program trace(F f, const std::vector<Type>& in_types, const std::string& name = 
 // Runs any program on concrete arrays (checks their number, dtypes and shapes).
 std::vector<Array> run(const Program& program, const std::vector<Array>& args);
 
-// The compile cache behind jit: one compiled program per input signature.
+// The compile cache behind jit: one compiled program per input signature and
+// mesh. Without a mesh of its own, a call runs on current_mesh().
 class JitCache {
  public:
-  explicit JitCache(TreeFn fn) : fn_(std::move(fn)) {}
+  explicit JitCache(TreeFn fn, std::optional<Mesh> mesh = std::nullopt)
+      : fn_(std::move(fn)), mesh_(std::move(mesh)) {}
   // Arguments and result as trees of Arrays.
   Tree call(const std::vector<Tree>& args);
   int trace_count() const { return trace_count_; }
@@ -63,6 +67,7 @@ class JitCache {
     std::shared_ptr<const Executable> executable;  // program, compiled (drx/exec)
   };
   TreeFn fn_;
+  std::optional<Mesh> mesh_;
   std::unordered_map<std::string, Entry> entries_;
   const Entry* last_ = nullptr;
   int trace_count_ = 0;
@@ -75,7 +80,8 @@ class Jitted;
 template <class R, class... A>
 class Jitted<R(A...)> {
  public:
-  explicit Jitted(TreeFn fn) : cache_(std::make_shared<JitCache>(std::move(fn))) {}
+  explicit Jitted(TreeFn fn, std::optional<Mesh> mesh = std::nullopt)
+      : cache_(std::make_shared<JitCache>(std::move(fn), std::move(mesh))) {}
   concrete_t<R> operator()(const concrete_t<A>&... args) const {
     return from_tree<concrete_t<R>>(cache_->call({to_tree(args)...}));
   }
@@ -102,6 +108,13 @@ auto jit(F f) {
   using S = Signature<F>;
   using J = typename S::template apply<detail::JittedOf>;
   return J(erase(std::move(f)));
+}
+// Compiled for `mesh`: placements named after its axes are split across its devices.
+template <class F>
+auto jit(F f, const Mesh& mesh) {
+  using S = Signature<F>;
+  using J = typename S::template apply<detail::JittedOf>;
+  return J(erase(std::move(f)), mesh);
 }
 
 }  // namespace drx

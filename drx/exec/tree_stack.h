@@ -1,0 +1,109 @@
+#pragma once
+// Private to drx/exec: reductions over client indices in the canonical binary
+// tree (drx/mapreduce/primitives.cpp: a range is split at the largest power of
+// two below its length, left operand first), computed from any sequence of
+// aligned blocks in client order.
+//
+// A TreeStack holds the reductions of consecutive aligned blocks of clients
+// (a block of 2^k clients starting at a multiple of 2^k). Two neighbouring
+// blocks that are the halves of the next larger aligned block are combined as
+// soon as both exist, exactly as the tree combines them; at the end the stack
+// holds the binary decomposition of the client count and is folded from the
+// right, which is how the tree combines those pieces. So rows can be pushed
+// one client at a time (only O(log n) rows stay live), and the stacks of
+// devices that each reduced a contiguous shard can be pushed, in order, into
+// one stack: every way of cutting the clients gives the same bits.
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "drx/array/dtype.h"
+
+namespace drx::exec {
+
+enum class ReduceKind { sum, max, min };
+
+template <class T, ReduceKind K>
+inline T combine(T a, T b) {
+  if constexpr (K == ReduceKind::sum) return static_cast<T>(a + b);
+  if constexpr (K == ReduceKind::max) return a > b || a != a ? a : b;
+  return a < b || a != a ? a : b;
+}
+
+// A TreeStack of rows of one dtype and width.
+class RowReducer {
+ public:
+  virtual ~RowReducer() = default;
+  // Adds one client's row (client index `client`, pushed in increasing order).
+  virtual void push_row(int64_t client, const void* row) = 0;
+  // Adds every block of `other` (whose clients all follow this one's).
+  virtual void push_blocks(const RowReducer& other) = 0;
+  // Writes the reduction of everything pushed (0s when nothing was).
+  virtual void finish(void* out) const = 0;
+  virtual std::unique_ptr<RowReducer> empty_like() const = 0;
+};
+
+template <class T, ReduceKind K>
+class TreeStack : public RowReducer {
+ public:
+  explicit TreeStack(int64_t width) : width_(static_cast<size_t>(width)) {}
+
+  void push_row(int64_t client, const void* row) override {
+    push(client, 1, static_cast<const T*>(row));
+  }
+  void push_blocks(const RowReducer& other) override {
+    const auto& o = static_cast<const TreeStack&>(other);
+    for (size_t b = 0; b < o.blocks_.size(); ++b)
+      push(o.blocks_[b].start, o.blocks_[b].size, o.row(b));
+  }
+  void finish(void* out) const override {
+    T* y = static_cast<T*>(out);
+    if (blocks_.empty()) {
+      std::fill(y, y + width_, T{0});
+      return;
+    }
+    std::memcpy(y, row(blocks_.size() - 1), width_ * sizeof(T));
+    for (size_t b = blocks_.size() - 1; b-- > 0;) {
+      const T* left = row(b);
+      for (size_t k = 0; k < width_; ++k) y[k] = combine<T, K>(left[k], y[k]);
+    }
+  }
+  std::unique_ptr<RowReducer> empty_like() const override {
+    return std::make_unique<TreeStack>(static_cast<int64_t>(width_));
+  }
+
+ private:
+  struct Block {
+    int64_t start, size;
+  };
+  const T* row(size_t b) const { return rows_.data() + b * width_; }
+  T* row(size_t b) { return rows_.data() + b * width_; }
+
+  void push(int64_t start, int64_t size, const T* data) {
+    blocks_.push_back({start, size});
+    rows_.resize(blocks_.size() * width_);
+    if (width_) std::memcpy(row(blocks_.size() - 1), data, width_ * sizeof(T));
+    while (blocks_.size() >= 2) {
+      Block& left = blocks_[blocks_.size() - 2];
+      const Block& right = blocks_.back();
+      if (left.size != right.size || left.start % (2 * left.size) != 0) break;
+      T* l = row(blocks_.size() - 2);
+      const T* r = row(blocks_.size() - 1);
+      for (size_t k = 0; k < width_; ++k) l[k] = combine<T, K>(l[k], r[k]);
+      left.size *= 2;
+      blocks_.pop_back();
+      rows_.resize(blocks_.size() * width_);
+    }
+  }
+
+  size_t width_;
+  std::vector<Block> blocks_;
+  std::vector<T> rows_;
+};
+
+// A reducer for rows of `width` elements of `dtype`, or nullptr for a dtype
+// it does not cover (bool).
+std::unique_ptr<RowReducer> make_row_reducer(DType dtype, ReduceKind kind, int64_t width);
+
+}  // namespace drx::exec
