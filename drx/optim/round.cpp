@@ -53,10 +53,11 @@ std::pair<int64_t, int64_t> check_data(const char* op, int64_t clients, const Va
   return {it.shape[1], it.shape[2]};
 }
 
-// Row s of a client's [steps, batch] grid as [batch].
-Value grid_row(const Value& grid, int64_t s) {
-  const int64_t batch = grid.shape()[1];
-  return reshape(slice(grid, {s, 0}, {s + 1, batch}), {batch});
+// Rows [s * batch, (s + 1) * batch) of a client's gathered [steps * batch, ...] data.
+Value step_rows(const Value& x, int64_t s, int64_t batch) {
+  std::vector<int64_t> starts(x.ndim(), 0), stops = x.shape();
+  starts[0] = s * batch, stops[0] = (s + 1) * batch;
+  return slice(x, starts, stops);
 }
 
 Value batch_loss(Tree p, Value x, Value y, Value mask) {
@@ -77,9 +78,15 @@ LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs
   Tree p = start;
   Tree m = heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree();
   Value loss_sum = fill({}, 0.0, mask.dtype()), count = loss_sum;
-  for (int64_t s = 0; s < idx.shape()[0]; ++s) {
-    Value ids = grid_row(idx, s), mb = grid_row(mask, s);
-    auto [loss, g] = step_grad(p, take(xs, ids, 0), take(ys, ids, 0), mb);
+  // One gather per client for all its steps: fewer passes over the (large, shared) dataset.
+  const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
+  Value flat_idx = reshape(idx, {steps * batch});
+  Value x_all_steps = take(xs, flat_idx, 0), y_all_steps = take(ys, flat_idx, 0);
+  Value m_all_steps = reshape(mask, {steps * batch});
+  for (int64_t s = 0; s < steps; ++s) {
+    Value mb = step_rows(m_all_steps, s, batch);
+    auto [loss, g] =
+        step_grad(p, step_rows(x_all_steps, s, batch), step_rows(y_all_steps, s, batch), mb);
     Value n = sum(mb);
     // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
     loss_sum = loss_sum + loss * maximum(n, 1.0);
