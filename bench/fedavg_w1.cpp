@@ -27,6 +27,7 @@
 #include "drx/drx.h"
 #include "drx/exec/thread_pool.h"
 #include "fedavg_w1_reference.h"
+#include "w1_model.h"
 
 #ifdef DRX_BENCH_HAVE_OPENBLAS
 #include <cblas.h>
@@ -34,8 +35,7 @@
 
 namespace {
 
-constexpr int64_t kIn = 784, kClasses = 10;
-constexpr double kLearningRate = 0.05;
+using namespace w1;
 
 struct Options {
   int64_t cohort = 32, steps = 10, batch = 32, hidden = 200;
@@ -137,15 +137,6 @@ double median(std::vector<double> v) {
 
 // ---- the workload -----------------------------------------------------------
 
-const char* kLayerKeys[3][2] = {{"w1", "b1"}, {"w2", "b2"}, {"w3", "b3"}};
-
-drx::Value loss(const drx::Tree& p, const drx::Value& x, const drx::Value& labels) {
-  drx::Value h = drx::relu(drx::matmul(x, p["w1"].value()) + p["b1"].value());
-  h = drx::relu(drx::matmul(h, p["w2"].value()) + p["b2"].value());
-  drx::Value logits = drx::matmul(h, p["w3"].value()) + p["b3"].value();
-  return -drx::mean(drx::sum(drx::log_softmax(logits, -1) * drx::one_hot(labels, kClasses), {1}));
-}
-
 // One client: `steps` SGD steps, step s on rows [s * batch, (s + 1) * batch).
 drx::Tree local_train(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
                       int64_t batch) {
@@ -183,17 +174,8 @@ struct Inputs {
 // uniform labels. Timing does not depend on the values.
 Inputs make_inputs(const Options& o) {
   std::mt19937_64 rng(0);
-  const int64_t dims[4] = {kIn, o.hidden, o.hidden, kClasses};
-  std::vector<std::pair<std::string, drx::Tree>> items;
-  for (int l = 0; l < 3; ++l) {
-    drx::Array w(drx::f32, {dims[l], dims[l + 1]});
-    std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(dims[l])));
-    for (int64_t i = 0; i < w.size(); ++i) w.data<float>()[i] = normal(rng);
-    items.emplace_back(kLayerKeys[l][0], drx::Tree(w));
-    items.emplace_back(kLayerKeys[l][1], drx::Tree(drx::Array(drx::f32, {dims[l + 1]})));
-  }
   Inputs in;
-  in.server = drx::Tree::dict(std::move(items));
+  in.server = init_params(o.hidden, rng);
   const int64_t rows = o.steps * o.batch;
   in.xs = drx::Array(drx::f32, {o.cohort, rows, kIn});
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
@@ -204,10 +186,8 @@ Inputs make_inputs(const Options& o) {
   return in;
 }
 
-// The peer's count: 3 x (the forward pass's multiply-adds x 2) per example.
 double round_flops(const Options& o) {
-  return static_cast<double>(o.cohort * o.steps * o.batch) * 2.0 *
-         static_cast<double>(kIn * o.hidden + o.hidden * o.hidden + o.hidden * kClasses) * 3.0;
+  return w1::round_flops(o.cohort, o.steps, o.batch, o.hidden);
 }
 
 w1ref::Mlp to_reference(const drx::Tree& server, int64_t hidden) {

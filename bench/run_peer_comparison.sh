@@ -10,7 +10,10 @@
 # (passed to both sides), --threads N (thread count for both sides; default: each
 # side runs twice, with 1 thread and with every core, since on a loaded machine
 # one thread can be the faster), --exe PATH (use this drx_fedavg_w1 instead of
-# building), --no-peer.
+# building), --scaling-exe PATH (likewise for drx_scaling), --no-peer,
+# --no-scaling (skip weak scaling and memory).
+# After W1: weak scaling (cohort 32*D on a mesh of D devices, D = 1, 2) and the
+# peak memory of one round at cohort 32 and 1024 with index-based client data.
 # Environment: BUILD_DIR (default build-bench at the root), JOBS (default 2),
 # PEER (the peer script; default ../shared/peers/torch_fedavg.py next to the
 # repository), PYTHON (default /usr/bin/python3, where Debian's torch lives).
@@ -20,16 +23,18 @@ build="${BUILD_DIR:-$root/build-bench}"
 python="${PYTHON:-/usr/bin/python3}"
 peer="${PEER:-$(cd "$root/.." && pwd)/shared/peers/torch_fedavg.py}"
 
-smoke=0 no_peer=0 exe="" threads=""
+smoke=0 no_peer=0 no_scaling=0 exe="" scaling_exe="" threads=""
 sizes=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --smoke) smoke=1 ;;
     --no-peer) no_peer=1 ;;
     --exe) exe="${2:?--exe needs a path}"; shift ;;
+    --scaling-exe) scaling_exe="${2:?--scaling-exe needs a path}"; shift ;;
+    --no-scaling) no_scaling=1 ;;
     --threads) threads="${2:?--threads needs a value}"; shift ;;
     --rounds|--cohort|--steps|--batch|--hidden) sizes+=("$1" "${2:?$1 needs a value}"); shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_peer_comparison: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -50,9 +55,10 @@ if [[ -z "$exe" ]]; then
     cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDRX_BUILD_BENCH=ON \
       -DDRX_BUILD_TESTS=OFF -DDRX_BUILD_EXAMPLES=OFF >/dev/null
   fi
-  cmake --build "$build" --target drx_fedavg_w1 -j "${JOBS:-2}" >/dev/null
+  cmake --build "$build" --target drx_fedavg_w1 drx_scaling -j "${JOBS:-2}" >/dev/null
   exe="$build/bench/drx_fedavg_w1"
 fi
+[[ -n "$scaling_exe" ]] || scaling_exe="$(dirname "$exe")/drx_scaling"
 [[ -x "$exe" ]] || { echo "run_peer_comparison: no executable at $exe" >&2; exit 1; }
 
 results="$(mktemp)"
@@ -92,6 +98,20 @@ for t in "${thread_counts[@]}"; do
   "$exe" "${drx_args[@]}" --threads "$t" "${extra[@]}" | tee -a "$results"
 done
 
+if [[ $no_scaling == 0 ]]; then
+  [[ -x "$scaling_exe" ]] || { echo "run_peer_comparison: no executable at $scaling_exe" >&2; exit 1; }
+  echo "== drx scaling: $scaling_exe"
+  scale_args=(--json)
+  [[ $smoke == 1 ]] && scale_args+=(--smoke)
+  "$scaling_exe" --weak-scaling "${scale_args[@]}" | tee -a "$results"
+  big=1024
+  [[ $smoke == 1 ]] && big=64
+  for cohort in 32 "$big"; do
+    "$scaling_exe" --memory --cohort "$cohort" --rounds 1 "${scale_args[@]}" | tee -a "$results"
+  done
+  "$scaling_exe" --memory --cohort "$big" --rounds 1 --no-chunk "${scale_args[@]}" | tee -a "$results"
+fi
+
 echo
 python3 - "$results" <<'EOF'
 import json, sys
@@ -123,6 +143,19 @@ for r in rows:
     if r.get("bench") == "jit-dispatch":
         print(f"jit dispatch, {r['ops']}-op program on {r['shape']}: {r['us_per_call']:.2f} us/call "
               f"(target: < 20 us)")
+weak = [r for r in rows if r.get("bench") == "weak-scaling"]
+for r in weak:
+    print(f"weak scaling: {r['devices']} device(s), cohort {r['cohort']}: {r['median_s']:.4f} s/round, "
+          f"{r['gflops']:.2f} GFLOP/s, efficiency {100 * r['efficiency']:.1f}% (target: >= 90%)")
+mem = [r for r in rows if r.get("bench") == "memory"]
+for r in mem:
+    print(f"memory: cohort {r['cohort']}, {'chunked' if r['chunked'] else 'unchunked'}: peak RSS "
+          f"{r['peak_rss_mb']:.1f} MiB - inputs {r['inputs_mb']:.1f} MiB = {r['peak_minus_inputs_mb']:.1f} MiB")
+chunked = sorted([r for r in mem if r["chunked"]], key=lambda r: r["cohort"])
+if len(chunked) >= 2:
+    lo, hi = chunked[0], chunked[-1]
+    print(f"memory growth from cohort {lo['cohort']} to {hi['cohort']} (chunked): "
+          f"{hi['peak_minus_inputs_mb'] / lo['peak_minus_inputs_mb']:.2f}x (target: < 2x)")
 if not drx:
     sys.exit("run_peer_comparison: drx produced no W1 result")
 EOF

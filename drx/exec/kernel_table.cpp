@@ -14,6 +14,7 @@ const KernelTable& table() {
     add_dot_kernels(t);
     add_shape_kernels(t);
     add_mapreduce_kernels(t);
+    add_index_kernels(t);
     return t;
   }();
   return t;
