@@ -346,6 +346,16 @@ TEST(OptimRound, ClientMomentumSkipsFullyMaskedStepExactly) {
   ls = cnt = 0;
   RefMlp want0 = ref_client(RefMlp::of(params), d, steps, 0.2, 0.0, &ls, &cnt);
   EXPECT_LT(max_abs_diff(flat(out0["params"]), want0.flat()), 1e-12);
+
+  // A client with data weight but every step masked leaves the model bit for bit unchanged.
+  for (double mu : {0.0, 0.9}) {
+    spec.client = {0.3, mu};
+    Tree same = drx::jit(drx::optim::fedavg_round(spec))(params, Tree(), x_array(d), y_array(d), ia,
+                                                         drx::zeros({1, 5, 3}), w);
+    std::vector<Tree> got = drx::tree_leaves(same["params"]), want = drx::tree_leaves(params);
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_TRUE(got[i].array().bitwise_equal(want[i].array())) << "momentum " << mu;
+  }
 }
 
 // ---- THE round test: masked fixed-shape batches == example-by-example -------------

@@ -104,8 +104,9 @@ LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs
       m = tree_map(keep_if_empty, m_new, m);
       p = tree_map(keep_if_empty, p_new, p);
     } else {
-      Tree p_new = tree_map([&](const Value& pv, const Value& gv) { return pv - lr * gv; }, p, g);
-      p = tree_map(keep_if_empty, p_new, p);
+      // Plain SGD needs no select: a fully masked batch has an exactly zero gradient, so p - lr * g
+      // is p, and the update stays one fused gemm-accumulate in the executor.
+      p = tree_map([&](const Value& pv, const Value& gv) { return pv - lr * gv; }, p, g);
     }
   }
   return {p, loss_sum, count};
