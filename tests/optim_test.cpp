@@ -602,45 +602,49 @@ size_t count_eqns(const drx::Program& p, size_t* body) {
 }
 
 TEST(OptimRound, MnistSizedRoundTracesAndCompilesQuickly) {
-  RoundSpec spec;
-  spec.cohort = 10, spec.steps = 19, spec.batch = 32, spec.client = {0.05, 0.9};
-  spec.server.kind = ServerKind::fedadam;
-  Tree params = drx::nn::mlp_init({784, 200, 200, 10}, 0);
-  Tree state = spec.server.init(params);
-  std::vector<Array> data = {drx::zeros({1000, 784}), drx::zeros({1000}, drx::i32),
-                             drx::zeros({10, 19, 32}, drx::i32), drx::zeros({10, 19, 32}),
-                             drx::zeros({10})};
-  std::vector<Tree> pl = drx::tree_leaves(params), sl = drx::tree_leaves(state);
-  std::vector<drx::Type> types;
-  for (const auto* leaves : {&pl, &sl})
-    for (const Tree& l : *leaves) types.emplace_back(l.array().dtype(), l.array().shape());
-  for (const Array& a : data) types.emplace_back(a.dtype(), a.shape());
-  auto fn = drx::optim::fedavg_round(spec);
-  auto flat_fn = [&](std::vector<Value> v) -> Tree {
-    std::vector<Tree> ps(v.begin(), v.begin() + pl.size());
-    std::vector<Tree> ss(v.begin() + pl.size(), v.begin() + pl.size() + sl.size());
-    size_t at = pl.size() + sl.size();
-    return fn(drx::tree_unflatten(params, ps), drx::tree_unflatten(state, ss), v[at], v[at + 1],
-              v[at + 2], v[at + 3], v[at + 4]);
-  };
-  auto t0 = std::chrono::steady_clock::now();
-  drx::Program traced = drx::trace(flat_fn, types);
-  auto t1 = std::chrono::steady_clock::now();
-  drx::Program simplified = drx::simplify(traced);
-  auto t2 = std::chrono::steady_clock::now();
-  drx::Executable exe = drx::compile(simplified);
-  auto t3 = std::chrono::steady_clock::now();
-  auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-  size_t body_traced = 0, body_simplified = 0;
-  size_t top_traced = count_eqns(traced, &body_traced);
-  size_t top_simplified = count_eqns(simplified, &body_simplified);
-  std::cout << "[ fedavg_round 784-200-200-10, cohort 10, 19 steps x 32, momentum, fedadam ]\n"
-            << "  traced: " << top_traced << " top-level + " << body_traced
-            << " map_fn body equations; simplified: " << top_simplified << " + " << body_simplified
-            << "\n  trace " << secs(t0, t1) << " s, simplify " << secs(t1, t2) << " s, compile "
-            << secs(t2, t3) << " s\n";
-  EXPECT_TRUE(exe.valid());
-  EXPECT_LT(secs(t0, t3), 5.0);  // well under a second unloaded; generous for a busy machine
+  for (bool fancy : {false, true}) {
+    RoundSpec spec;
+    spec.cohort = 10, spec.steps = 19, spec.batch = 32;
+    spec.client = {0.05, fancy ? 0.9 : 0.0};
+    spec.server.kind = fancy ? ServerKind::fedadam : ServerKind::fedavg;
+    Tree params = drx::nn::mlp_init({784, 200, 200, 10}, 0);
+    Tree state = spec.server.init(params);
+    std::vector<Array> data = {drx::zeros({1000, 784}), drx::zeros({1000}, drx::i32),
+                               drx::zeros({10, 19, 32}, drx::i32), drx::zeros({10, 19, 32}),
+                               drx::zeros({10})};
+    std::vector<Tree> pl = drx::tree_leaves(params), sl = drx::tree_leaves(state);
+    std::vector<drx::Type> types;
+    for (const auto* leaves : {&pl, &sl})
+      for (const Tree& l : *leaves) types.emplace_back(l.array().dtype(), l.array().shape());
+    for (const Array& a : data) types.emplace_back(a.dtype(), a.shape());
+    auto fn = drx::optim::fedavg_round(spec);
+    auto flat_fn = [&](std::vector<Value> v) -> Tree {
+      std::vector<Tree> ps(v.begin(), v.begin() + pl.size());
+      std::vector<Tree> ss(v.begin() + pl.size(), v.begin() + pl.size() + sl.size());
+      size_t at = pl.size() + sl.size();
+      return fn(drx::tree_unflatten(params, ps), drx::tree_unflatten(state, ss), v[at], v[at + 1],
+                v[at + 2], v[at + 3], v[at + 4]);
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    drx::Program traced = drx::trace(flat_fn, types);
+    auto t1 = std::chrono::steady_clock::now();
+    drx::Program simplified = drx::simplify(traced);
+    auto t2 = std::chrono::steady_clock::now();
+    drx::Executable exe = drx::compile(simplified);
+    auto t3 = std::chrono::steady_clock::now();
+    auto secs = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+    size_t body_traced = 0, body_simplified = 0;
+    size_t top_traced = count_eqns(traced, &body_traced);
+    size_t top_simplified = count_eqns(simplified, &body_simplified);
+    std::cout << "[ fedavg_round 784-200-200-10, cohort 10, 19 steps x 32, "
+              << (fancy ? "client momentum, fedadam" : "plain SGD, fedavg") << " ]\n"
+              << "  traced: " << top_traced << " top-level + " << body_traced
+              << " map_fn body equations; simplified: " << top_simplified << " + "
+              << body_simplified << "\n  trace " << secs(t0, t1) << " s, simplify " << secs(t1, t2)
+              << " s, compile " << secs(t2, t3) << " s\n";
+    EXPECT_TRUE(exe.valid());
+    EXPECT_LT(secs(t0, t3), 5.0);  // well under a second unloaded; generous for a busy machine
+  }
 }
 
 }  // namespace
