@@ -14,7 +14,7 @@
 #include <string>
 
 #include "drx/exec/kernels.h"
-#include "drx/exec/scalar_ops.h"
+#include "drx/ops/scalar_functions.h"
 
 namespace drx::exec {
 namespace {
@@ -62,7 +62,7 @@ FusibleOp binary_op() {
 }
 
 const std::map<std::string, FusibleOp>& fusible_ops() {
-  using namespace scalar;
+  using namespace drx::scalar;
   static const std::map<std::string, FusibleOp> ops = {
       {"neg", unary_op<Neg>()},     {"exp", unary_op<Exp>()},
       {"log", unary_op<Log>()},     {"log1p", unary_op<Log1p>()},

@@ -5,12 +5,12 @@
 #include <cstring>
 
 #include "drx/exec/kernels.h"
-#include "drx/exec/scalar_ops.h"
+#include "drx/ops/scalar_functions.h"
 
 namespace drx::exec {
 namespace {
 
-using namespace scalar;
+using namespace drx::scalar;
 
 // ---- kernels ---------------------------------------------------------------
 template <class T, class F>

@@ -72,64 +72,6 @@ class BinaryPrim : public Primitive {
   Partial partial_;
 };
 
-struct Add {
-  template <class T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return wrap_add(a, b);
-    else
-      return a + b;
-  }
-};
-struct Sub {
-  template <class T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return wrap_sub(a, b);
-    else
-      return a - b;
-  }
-};
-struct Mul {
-  template <class T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return wrap_mul(a, b);
-    else
-      return a * b;
-  }
-};
-struct Div {
-  template <class T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return int_div(a, b);
-    else
-      return a / b;
-  }
-};
-struct Pow {
-  template <class T>
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>)
-      return int_pow(a, b);
-    else
-      return std::pow(a, b);
-  }
-};
-struct Maximum {
-  template <class T>
-  T operator()(T a, T b) const {
-    return max_kernel(a, b);
-  }
-};
-struct Minimum {
-  template <class T>
-  T operator()(T a, T b) const {
-    return min_kernel(a, b);
-  }
-};
-
 // The share of the gradient that max/min routes to `a`: 1 where a alone is
 // the result, 0 where b alone is, and 1/2 on ties (as JAX does, so that
 // maximum(x, x) has derivative 1 and symmetric uses stay symmetric).
@@ -178,8 +120,8 @@ void register_binary(Registry& r) {
         return i == 0 ? t / b : -(t * y) / b;
       }));
   r.add(std::make_unique<BinaryPrim<Pow>>("pow", pow_partial));
-  r.add(std::make_unique<BinaryPrim<Maximum>>("maximum", max_partial));
-  r.add(std::make_unique<BinaryPrim<Minimum>>("minimum", min_partial));
+  r.add(std::make_unique<BinaryPrim<Max>>("maximum", max_partial));
+  r.add(std::make_unique<BinaryPrim<Min>>("minimum", min_partial));
 }
 
 }  // namespace drx::elementwise

@@ -12,8 +12,11 @@
 #include "drx/array/array.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitive.h"
+#include "drx/ops/scalar_functions.h"
 
 namespace drx::elementwise {
+
+using namespace drx::scalar;
 
 // Which dtypes an operation accepts. The kernels are instantiated only for
 // these, so a float-only kernel never has to make sense of integers.
@@ -61,68 +64,6 @@ void binary_loop(const Array& a, const Array& b, Array& out, F f) {
   Out* o = out.data<Out>();
   const int64_t n = a.size();
   for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
-}
-
-// ---- scalar kernels ---------------------------------------------------------
-// Integer arithmetic wraps around (two's complement, as XLA does) instead of
-// being undefined behaviour on overflow.
-template <class T>
-T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-}
-template <class T>
-T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-}
-template <class T>
-T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-}
-
-// Integer division truncates toward zero like C++; the one overflowing case
-// (min / -1) wraps to min instead of trapping.
-template <class T>
-T int_div(T a, T b) {
-  if (b == 0) throw Error("div: integer division by zero");
-  if (b == -1) return wrap_sub(T{0}, a);
-  return a / b;
-}
-
-// Integer power by repeated squaring. A negative exponent gives the truncated
-// reciprocal (0 unless |a| == 1), and 0 to a negative power is a division by
-// zero.
-template <class T>
-T int_pow(T a, T b) {
-  if (b < 0) {
-    if (a == 0) throw Error("pow: integer 0 raised to a negative power (division by zero)");
-    if (a == 1) return 1;
-    if (a == -1) return (b % 2 == 0) ? 1 : -1;
-    return 0;
-  }
-  T result = 1;
-  while (b > 0) {
-    if (b & 1) result = wrap_mul(result, a);
-    a = wrap_mul(a, a);
-    b = static_cast<T>(b >> 1);
-  }
-  return result;
-}
-
-// NaN-propagating max/min (as jnp.maximum), unlike std::max.
-template <class T>
-T max_kernel(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a > b ? a : b;
-}
-template <class T>
-T min_kernel(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  return a < b ? a : b;
 }
 
 // Element conversion that never invokes undefined behaviour: float -> int

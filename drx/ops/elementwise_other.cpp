@@ -47,43 +47,6 @@ class ComparePrim : public Primitive {
   }
 };
 
-struct Less {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a < b;
-  }
-};
-struct LessEqual {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a <= b;
-  }
-};
-struct Greater {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a > b;
-  }
-};
-struct GreaterEqual {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a >= b;
-  }
-};
-struct Equal {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a == b;
-  }
-};
-struct NotEqual {
-  template <class T>
-  bool operator()(T a, T b) const {
-    return a != b;
-  }
-};
-
 // select(pred, on_true, on_false): pred ? on_true : on_false, elementwise.
 class SelectPrim : public Primitive {
  public:

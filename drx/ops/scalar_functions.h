@@ -1,0 +1,262 @@
+#pragma once
+// The scalar function of every elementwise primitive, shared by the reference
+// kernels (drx/ops/elementwise*.cpp) and the compiled executor's kernels and
+// fused loops (drx/exec), so that compiled results are bitwise those of
+// Primitive::eval. Integer arithmetic wraps around (two's complement, as XLA
+// does) instead of being undefined behaviour on overflow.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "drx/array/error.h"
+
+namespace drx::scalar {
+
+template <class T>
+T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+}
+
+// Integer division truncates toward zero like C++; the one overflowing case
+// (min / -1) wraps to min instead of trapping.
+template <class T>
+T int_div(T a, T b) {
+  if (b == 0) throw Error("div: integer division by zero");
+  if (b == -1) return wrap_sub(T{0}, a);
+  return a / b;
+}
+
+// Integer power by repeated squaring. A negative exponent gives the truncated
+// reciprocal (0 unless |a| == 1), and 0 to a negative power is a division by
+// zero.
+template <class T>
+T int_pow(T a, T b) {
+  if (b < 0) {
+    if (a == 0) throw Error("pow: integer 0 raised to a negative power (division by zero)");
+    if (a == 1) return 1;
+    if (a == -1) return (b % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  T result = 1;
+  while (b > 0) {
+    if (b & 1) result = wrap_mul(result, a);
+    a = wrap_mul(a, a);
+    b = static_cast<T>(b >> 1);
+  }
+  return result;
+}
+
+// NaN-propagating max/min (as jnp.maximum), unlike std::max.
+template <class T>
+T max_kernel(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a > b ? a : b;
+}
+template <class T>
+T min_kernel(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  return a < b ? a : b;
+}
+
+template <class T>
+T wrap_neg(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return wrap_sub(T{0}, v);
+  else
+    return -v;
+}
+
+struct Neg {
+  template <class T>
+  T operator()(T v) const {
+    return wrap_neg(v);
+  }
+};
+struct Exp {
+  template <class T>
+  T operator()(T v) const {
+    return std::exp(v);
+  }
+};
+struct Log {
+  template <class T>
+  T operator()(T v) const {
+    return std::log(v);
+  }
+};
+struct Log1p {
+  template <class T>
+  T operator()(T v) const {
+    return std::log1p(v);
+  }
+};
+struct Tanh {
+  template <class T>
+  T operator()(T v) const {
+    return std::tanh(v);
+  }
+};
+// Written so that exp never overflows: for large |v| the result saturates
+// cleanly at 0 or 1 instead of producing inf/inf.
+struct Logistic {
+  template <class T>
+  T operator()(T v) const {
+    if (v >= 0) return T{1} / (T{1} + std::exp(-v));
+    T e = std::exp(v);
+    return e / (T{1} + e);
+  }
+};
+struct Sqrt {
+  template <class T>
+  T operator()(T v) const {
+    return std::sqrt(v);
+  }
+};
+struct Rsqrt {
+  template <class T>
+  T operator()(T v) const {
+    return T{1} / std::sqrt(v);
+  }
+};
+// abs(min int) wraps to min int, as in XLA.
+struct Abs {
+  template <class T>
+  T operator()(T v) const {
+    if constexpr (std::is_integral_v<T>)
+      return v < 0 ? wrap_neg(v) : v;
+    else
+      return std::abs(v);
+  }
+};
+// sign keeps 0, -0 and NaN as they are (as jnp.sign).
+struct Sign {
+  template <class T>
+  T operator()(T v) const {
+    if (v > 0) return T{1};
+    if (v < 0) return T{-1};
+    return v;
+  }
+};
+struct Sin {
+  template <class T>
+  T operator()(T v) const {
+    return std::sin(v);
+  }
+};
+struct Cos {
+  template <class T>
+  T operator()(T v) const {
+    return std::cos(v);
+  }
+};
+
+struct Add {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_add(a, b);
+    else
+      return a + b;
+  }
+};
+struct Sub {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_sub(a, b);
+    else
+      return a - b;
+  }
+};
+struct Mul {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return wrap_mul(a, b);
+    else
+      return a * b;
+  }
+};
+struct Div {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return int_div(a, b);
+    else
+      return a / b;
+  }
+};
+struct Pow {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>)
+      return int_pow(a, b);
+    else
+      return std::pow(a, b);
+  }
+};
+struct Max {
+  template <class T>
+  T operator()(T a, T b) const {
+    return max_kernel(a, b);
+  }
+};
+struct Min {
+  template <class T>
+  T operator()(T a, T b) const {
+    return min_kernel(a, b);
+  }
+};
+
+struct Less {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a < b;
+  }
+};
+struct LessEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a <= b;
+  }
+};
+struct Greater {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a > b;
+  }
+};
+struct GreaterEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a >= b;
+  }
+};
+struct Equal {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a == b;
+  }
+};
+struct NotEqual {
+  template <class T>
+  bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+
+}  // namespace drx::scalar
