@@ -31,10 +31,10 @@ struct Options {
   double server_lr = 1.0;
   double server_momentum = 0.9;
   // Schedule.
-  int64_t rounds = 150;
+  int64_t rounds = 250;
   uint64_t seed = 0;
-  int64_t eval_every = 5;
-  int64_t checkpoint_every = 25;
+  int64_t eval_every = 10;
+  int64_t checkpoint_every = 50;
   bool resume = false;
   double max_seconds = 0;  // 0: no time budget
   // Execution.

@@ -1,0 +1,553 @@
+// `drx fedavg` (tools/fedavg): checkpoint format and its damage handling, atomic outputs, the
+// metrics files, option parsing, and whole runs driven through drx::tool::main on a small
+// synthetic dataset (always) and on the real Fashion-MNIST files (when installed).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "drx/drx.h"
+#include "tools/cli.h"
+#include "tools/fedavg/atomic_file.h"
+#include "tools/fedavg/checkpoint.h"
+#include "tools/fedavg/metrics.h"
+#include "tools/fedavg/options.h"
+#include "tools/fedavg/train.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace fa = drx::tool::fedavg;
+using drx::Array;
+using drx::Tree;
+
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+CliResult cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = drx::tool::main(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+std::vector<std::string> dir_entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool same_tree(const Tree& a, const Tree& b) {
+  if (a.structure() != b.structure()) return false;
+  std::vector<Tree> la = drx::tree_leaves(a), lb = drx::tree_leaves(b);
+  for (size_t i = 0; i < la.size(); ++i)
+    if (!la[i].array().bitwise_equal(lb[i].array())) return false;
+  return true;
+}
+
+// A fresh directory per test, removed afterwards.
+class FedavgTool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    dir_ = fs::temp_directory_path() /
+           ("drx-fedavg-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // IDX files (plain bytes; the loader reads them through zlib, which passes plain data
+  // through) of a learnable 10-class problem: class c lights up pixel block c.
+  std::string synthetic_data(int64_t train_n = 400, int64_t test_n = 200) {
+    const std::string dir = path("data");
+    fs::create_directories(dir);
+    std::mt19937 rng(7);
+    auto write_split = [&](const std::string& prefix, int64_t n) {
+      std::string images, labels;
+      auto be32 = [](std::string& s, uint32_t v) {
+        for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>(v >> shift));
+      };
+      be32(images, 0x803), be32(images, static_cast<uint32_t>(n)), be32(images, 28),
+          be32(images, 28);
+      be32(labels, 0x801), be32(labels, static_cast<uint32_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        int c = static_cast<int>(rng() % 10);
+        labels.push_back(static_cast<char>(c));
+        for (int p = 0; p < 784; ++p) {
+          int v = static_cast<int>(rng() % 60);
+          if (p / 78 == c) v += 150;
+          images.push_back(static_cast<char>(v));
+        }
+      }
+      spit(dir + "/" + prefix + "-images-idx3-ubyte.gz", images);
+      spit(dir + "/" + prefix + "-labels-idx1-ubyte.gz", labels);
+    };
+    write_split("train", train_n);
+    write_split("t10k", test_n);
+    return dir;
+  }
+
+  // Flags of a quick run on the synthetic data, writing to out/.
+  std::vector<std::string> quick_run(const std::string& data, const std::string& out,
+                                     int64_t rounds) {
+    return {"fedavg",
+            "--data",
+            data,
+            "--out",
+            out,
+            "--rounds",
+            std::to_string(rounds),
+            "--clients",
+            "10",
+            "--cohort",
+            "3",
+            "--hidden",
+            "16",
+            "--batch",
+            "16",
+            "--eval-every",
+            "2",
+            "--checkpoint-every",
+            "1",
+            "--quiet"};
+  }
+
+  fs::path dir_;
+};
+
+fa::Checkpoint sample_checkpoint() {
+  fa::Checkpoint c;
+  c.config = {{"--clients", "10"}, {"--client-lr", "0.10000000000000001"}, {"--seed", "3"}};
+  c.round = 7;
+  Array w =
+      Array::from_vector<float>({1.5f, -0.0f, 3.25e-30f, std::nanf(""), 1e30f, -7.0f}, {2, 3});
+  Array b = Array::from_vector<int32_t>({-1, 2147483647, -2147483647 - 1}, {3});
+  Array scalar = Array::scalar<float>(0.125f);
+  Array empty(drx::f32, {0, 4});
+  c.params = Tree::dict({{"layer0", Tree::dict({{"b", Tree(b)}, {"w", Tree(w)}})},
+                         {"misc", Tree::list({Tree(scalar), Tree(empty), Tree()})}});
+  c.state = Tree::dict({{"momentum", Tree(Array::from_vector<double>({0.1, -2.0}, {2}))}});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  c.history = {{1, 2.5, nan, nan, 0.75}, {2, 1.25, 1.0, 0.5, 1.5}};
+  return c;
+}
+
+TEST_F(FedavgTool, CheckpointRoundTripIsBitExact) {
+  const fa::Checkpoint c = sample_checkpoint();
+  const std::string file = path("ck.bin");
+  fa::write_checkpoint(file, c);
+  // The atomic write leaves only the final file behind.
+  EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"ck.bin"});
+  fa::Checkpoint d = fa::read_checkpoint(file);
+  EXPECT_EQ(d.config, c.config);
+  EXPECT_EQ(d.round, 7);
+  EXPECT_TRUE(same_tree(d.params, c.params)) << d.params.structure();
+  EXPECT_TRUE(same_tree(d.state, c.state)) << d.state.structure();
+  ASSERT_EQ(d.history.size(), 2u);
+  EXPECT_EQ(d.history[0].round, 1);
+  EXPECT_EQ(d.history[0].train_loss, 2.5);
+  EXPECT_TRUE(std::isnan(d.history[0].test_accuracy));
+  EXPECT_EQ(d.history[1].test_accuracy, 0.5);
+  EXPECT_EQ(d.history[1].elapsed_s, 1.5);
+  // Re-encoding the decoded checkpoint reproduces the file byte for byte.
+  EXPECT_EQ(fa::encode_checkpoint(d), slurp(file));
+  // Overwriting replaces the file, again without leftovers.
+  fa::write_checkpoint(file, d);
+  EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"ck.bin"});
+}
+
+TEST_F(FedavgTool, CheckpointHeaderIsAsDocumented) {
+  const std::string bytes = fa::encode_checkpoint(sample_checkpoint());
+  EXPECT_EQ(bytes.substr(0, 8), "DRXFEDCK");
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\0\0\0", 4));
+  // The trailer is zlib's CRC-32 of everything before it, little-endian (checked against a
+  // bitwise CRC-32 computed here).
+  uint32_t crc = 0xffffffffu;
+  for (size_t i = 0; i + 4 < bytes.size(); ++i) {
+    crc ^= static_cast<unsigned char>(bytes[i]);
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
+  }
+  crc ^= 0xffffffffu;
+  uint32_t stored = 0;
+  for (int k = 3; k >= 0; --k)
+    stored = (stored << 8) |
+             static_cast<unsigned char>(bytes[bytes.size() - 4 + static_cast<size_t>(k)]);
+  EXPECT_EQ(stored, crc);
+}
+
+TEST_F(FedavgTool, CheckpointDamageIsRefused) {
+  const std::string good = fa::encode_checkpoint(sample_checkpoint());
+  // Every single corrupted byte, and every truncation, is a drx::Error.
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    EXPECT_THROW(fa::decode_checkpoint(bad), drx::Error) << "byte " << i;
+  }
+  for (size_t n = 0; n < good.size(); ++n)
+    EXPECT_THROW(fa::decode_checkpoint(good.substr(0, n)), drx::Error) << "length " << n;
+  auto message = [](const std::string& bytes) {
+    try {
+      fa::decode_checkpoint(bytes, "ck.bin");
+    } catch (const drx::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 1;
+  EXPECT_NE(message(flipped).find("CRC-32 mismatch"), std::string::npos) << message(flipped);
+  EXPECT_NE(message(good.substr(0, good.size() - 3)).find("ck.bin"), std::string::npos);
+  EXPECT_NE(message("NOTACKPTxxxxxxxxxxxxxxx").find("wrong magic"), std::string::npos);
+  std::string v2 = good;
+  v2[8] = 2;
+  EXPECT_NE(message(v2).find("version 2 is not supported"), std::string::npos) << message(v2);
+  // A file that is not there.
+  EXPECT_THROW(fa::read_checkpoint(path("missing.bin")), drx::Error);
+}
+
+TEST_F(FedavgTool, ConfigMismatchNamesTheField) {
+  const std::vector<std::pair<std::string, std::string>> saved = {{"--clients", "10"},
+                                                                  {"--client-lr", "0.1"}};
+  EXPECT_NO_THROW(fa::check_same_config(saved, saved, "ck"));
+  try {
+    fa::check_same_config(saved, {{"--clients", "10"}, {"--client-lr", "0.2"}}, "ck");
+    ADD_FAILURE() << "no error";
+  } catch (const drx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--client-lr 0.1 but this run has --client-lr 0.2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(fa::check_same_config(saved, {{"--clients", "10"}}, "ck"), drx::Error);
+}
+
+TEST_F(FedavgTool, AtomicWriteReplacesAndFailsCleanly) {
+  const std::string file = path("a.txt");
+  fa::write_file_atomic(file, "first");
+  fa::write_file_atomic(file, "second");
+  EXPECT_EQ(slurp(file), "second");
+  EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"a.txt"});
+  EXPECT_THROW(fa::write_file_atomic(path("no/such/dir/x"), "x"), drx::Error);
+  EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"a.txt"});
+}
+
+TEST_F(FedavgTool, MetricsCsvAndSvg) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<fa::MetricsRow> rows = {{1, 2.0, nan, nan, 0.5}, {2, 1.5, 1.25, 0.625, 1.0}};
+  EXPECT_EQ(fa::metrics_csv(rows),
+            "round,train_loss,test_loss,test_accuracy,elapsed_s\n"
+            "1,2.000000,,,0.500\n"
+            "2,1.500000,1.250000,0.625000,1.000\n");
+  std::string svg = fa::metrics_svg(rows, "a <b> & c");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("a &lt;b&gt; &amp; c"), std::string::npos);
+  // The accuracy panel spans x 70..700 over rounds 0..2, and y 250 (bottom) to 50 (top) over
+  // accuracies 0.6 (the lowest, rounded down to a tenth) to 1: the one evaluated round is at
+  // x 700, and accuracy 0.625 at y 250 - 200 * 0.025 / 0.4 = 237.5.
+  EXPECT_NE(svg.find("id=\"test_accuracy\" fill=\"none\" stroke=\"#1f77b4\" "
+                     "stroke-width=\"1.5\" points=\"700.00,237.50\""),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("id=\"train_loss\""), std::string::npos);
+}
+
+TEST_F(FedavgTool, BucketSteps) {
+  EXPECT_EQ(fa::bucket_steps(0, 10), 1);
+  EXPECT_EQ(fa::bucket_steps(7, 10), 7);
+  EXPECT_EQ(fa::bucket_steps(19, 100), 20);  // 10011 -> 10100
+  EXPECT_EQ(fa::bucket_steps(19, 19), 19);   // capped at the population's largest need
+  EXPECT_EQ(fa::bucket_steps(33, 100), 40);  // 100001 -> 101000
+  EXPECT_EQ(fa::bucket_steps(64, 100), 64);
+}
+
+// ---- whole runs ----------------------------------------------------------------------
+
+TEST_F(FedavgTool, HelpListsEveryFlag) {
+  CliResult help = cli({"help", "fedavg"});
+  ASSERT_EQ(help.code, 0);
+  EXPECT_EQ(cli({"fedavg", "--help"}).out, help.out);
+  EXPECT_EQ(cli({"fedavg", "--rounds", "3", "--help"}).out, help.out);
+  for (const char* flag : {"--data",
+                           "--out",
+                           "--max-examples",
+                           "--clients",
+                           "--cohort",
+                           "--partition",
+                           "--alpha",
+                           "--shards-per-client",
+                           "--hidden",
+                           "--epochs",
+                           "--local-steps",
+                           "--batch",
+                           "--client-lr",
+                           "--client-momentum",
+                           "--server-opt",
+                           "--server-lr",
+                           "--server-momentum",
+                           "--rounds",
+                           "--seed",
+                           "--eval-every",
+                           "--checkpoint-every",
+                           "--resume",
+                           "--max-seconds",
+                           "--devices",
+                           "--threads",
+                           "--quiet"})
+    EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
+  EXPECT_NE(cli({"help"}).out.find("  fedavg"), std::string::npos);
+}
+
+TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--bogus"}, "unknown flag '--bogus'"},
+      {{"--rounds", "0"}, "--rounds expects an integer in [1, 100000000], got '0'"},
+      {{"--rounds", "ten"}, "--rounds expects an integer"},
+      {{"--rounds"}, "--rounds needs a value"},
+      {{"--client-lr", "-1"}, "--client-lr expects a number > 0"},
+      {{"--client-lr=nan"}, "--client-lr expects a number > 0"},
+      {{"--client-momentum", "1"}, "--client-momentum expects a number >= 0 and < 1"},
+      {{"--partition", "zipf"}, "--partition expects one of iid|dirichlet|shards, got 'zipf'"},
+      {{"--server-opt", "sgd"}, "--server-opt expects one of fedavg|fedavgm|fedadam"},
+      {{"--hidden", "200,,10"}, "--hidden expects comma-separated layer sizes"},
+      {{"--seed", "-3"}, "--seed expects an integer in [0, 2^64)"},
+      {{"--clients", "5", "--cohort", "6"}, "--cohort expects at most --clients (5)"},
+      {{"--epochs", "2", "--local-steps", "3"}, "--epochs and --local-steps exclude each other"},
+      {{"--quiet=yes"}, "--quiet takes no value"},
+      {{"extra"}, "unexpected argument 'extra'"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"fedavg", "--out", path("never")};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CliResult r = cli(args);
+    EXPECT_EQ(r.code, 2) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(path("never")));
+  // The parsed values, for flags given both ways.
+  fa::Options o = fa::parse_options({"--rounds=7", "--hidden", "3,4", "--client-lr", "0.5",
+                                     "--partition=shards", "--seed", "18446744073709551615"});
+  EXPECT_EQ(o.rounds, 7);
+  EXPECT_EQ(o.hidden, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(o.client_lr, 0.5);
+  EXPECT_EQ(o.partition, "shards");
+  EXPECT_EQ(o.seed, 18446744073709551615ull);
+}
+
+TEST_F(FedavgTool, BrokenDatasetIsAnErrorWithNoOutputs) {
+  const std::string out = path("out");
+  CliResult r = cli({"fedavg", "--data", path("nowhere"), "--out", out, "--quiet"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err.rfind("drx: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(path("nowhere")), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  // A truncated image file.
+  const std::string data = synthetic_data();
+  const std::string images = data + "/train-images-idx3-ubyte.gz";
+  std::string bytes = slurp(images);
+  spit(images, bytes.substr(0, bytes.size() / 2));
+  r = cli({"fedavg", "--data", data, "--out", out, "--quiet"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("train-images-idx3-ubyte.gz"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(FedavgTool, ResumeIsBitIdenticalToAnUninterruptedRun) {
+  const std::string data = synthetic_data();
+  // Client momentum and FedAvgM make both the client and the server carry state.
+  const std::vector<std::string> extra = {"--client-momentum", "0.5",         "--server-opt",
+                                          "fedavgm",           "--partition", "dirichlet",
+                                          "--alpha",           "0.3"};
+  auto run = [&](const std::string& out, int64_t rounds, std::vector<std::string> more) {
+    std::vector<std::string> args = quick_run(data, out, rounds);
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), more.begin(), more.end());
+    return cli(args);
+  };
+  CliResult full = run(path("full"), 5, {});
+  ASSERT_EQ(full.code, 0) << full.err;
+  CliResult part = run(path("part"), 2, {});
+  ASSERT_EQ(part.code, 0) << part.err;
+  fa::Checkpoint at2 = fa::read_checkpoint(path("part/checkpoint.bin"));
+  EXPECT_EQ(at2.round, 2);
+  CliResult resumed = run(path("part"), 5, {"--resume"});
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  fa::Checkpoint a = fa::read_checkpoint(path("full/checkpoint.bin"));
+  fa::Checkpoint b = fa::read_checkpoint(path("part/checkpoint.bin"));
+  EXPECT_EQ(a.round, 5);
+  EXPECT_EQ(b.round, 5);
+  EXPECT_TRUE(same_tree(a.params, b.params));
+  EXPECT_TRUE(same_tree(a.state, b.state));
+  EXPECT_EQ(a.state.structure(), "{momentum:{layer0:{b:*,w:*},layer1:{b:*,w:*}}}");
+  // The two runs really differ from round 2's state (the resume did train).
+  EXPECT_FALSE(same_tree(at2.params, b.params));
+  ASSERT_EQ(a.history.size(), 5u);
+  ASSERT_EQ(b.history.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(a.history[i].train_loss, b.history[i].train_loss) << i;
+    EXPECT_EQ(
+        a.history[i].test_accuracy == b.history[i].test_accuracy ||
+            (std::isnan(a.history[i].test_accuracy) && std::isnan(b.history[i].test_accuracy)),
+        true)
+        << i;
+  }
+  // Two devices along "clients" (and one thread) train the same model bit for bit.
+  CliResult mesh = run(path("mesh"), 5, {"--devices", "2", "--threads", "1"});
+  ASSERT_EQ(mesh.code, 0) << mesh.err;
+  fa::Checkpoint m = fa::read_checkpoint(path("mesh/checkpoint.bin"));
+  EXPECT_TRUE(same_tree(a.params, m.params));
+  EXPECT_TRUE(same_tree(a.state, m.state));
+
+  // No temporary files anywhere.
+  EXPECT_EQ(dir_entries(path("part")),
+            (std::vector<std::string>{"checkpoint.bin", "metrics.csv", "metrics.svg"}));
+
+  // Resuming under a different training configuration is refused, naming the flag.
+  CliResult other = run(path("part"), 6, {"--resume", "--client-lr", "0.3"});
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("--client-lr"), std::string::npos) << other.err;
+  // ... as is a damaged checkpoint, and a missing one.
+  std::string bytes = slurp(path("part/checkpoint.bin"));
+  spit(path("part/checkpoint.bin"), bytes.substr(0, bytes.size() - 10));
+  CliResult damaged = run(path("part"), 6, {"--resume"});
+  EXPECT_EQ(damaged.code, 1);
+  EXPECT_NE(damaged.err.find("corrupt checkpoint"), std::string::npos) << damaged.err;
+  CliResult missing = run(path("elsewhere"), 6, {"--resume"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("no checkpoint"), std::string::npos) << missing.err;
+}
+
+TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
+  const std::string data = synthetic_data();
+  std::vector<std::string> args = quick_run(data, path("out"), 4);
+  args.insert(args.end(), {"--max-seconds", "0.000001", "--checkpoint-every", "100"});
+  CliResult r = cli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("stopped by --max-seconds"), std::string::npos) << r.out;
+  fa::Checkpoint c = fa::read_checkpoint(path("out/checkpoint.bin"));
+  EXPECT_EQ(c.round, 1);  // a run always makes progress
+  ASSERT_EQ(c.history.size(), 1u);
+  EXPECT_TRUE(c.history[0].evaluated());
+  CliResult rest = cli([&] {
+    std::vector<std::string> a = quick_run(data, path("out"), 4);
+    a.push_back("--resume");
+    return a;
+  }());
+  ASSERT_EQ(rest.code, 0) << rest.err;
+  EXPECT_NE(rest.out.find("after 4/4 rounds"), std::string::npos) << rest.out;
+  EXPECT_EQ(fa::read_checkpoint(path("out/checkpoint.bin")).round, 4);
+}
+
+TEST_F(FedavgTool, ProgressLines) {
+  const std::string data = synthetic_data();
+  fa::Options o =
+      fa::parse_options({"--data", data, "--out", path("out"), "--rounds", "3", "--clients", "4",
+                         "--cohort", "2", "--hidden", "8", "--eval-every", "2"});
+  std::ostringstream out, plain, tty;
+  fa::run_fedavg(o, out, plain, false);
+  EXPECT_NE(plain.str().find("round 1/3 loss "), std::string::npos) << plain.str();
+  EXPECT_NE(plain.str().find("round 3/3 loss "), std::string::npos) << plain.str();
+  EXPECT_EQ(plain.str().find('\r'), std::string::npos);
+  fs::remove_all(path("out"));
+  fa::run_fedavg(o, out, tty, true);
+  EXPECT_NE(tty.str().find("\rround 2/3 ["), std::string::npos) << tty.str();
+  o.quiet = true;
+  std::ostringstream quiet;
+  fa::run_fedavg(o, out, quiet, true);
+  EXPECT_EQ(quiet.str(), "");
+}
+
+TEST_F(FedavgTool, RealDatasetLearns) {
+  if (!fs::exists(std::string(drx::data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is not installed in " << drx::data::kFashionMnistDir;
+  const std::string out = path("out");
+  const int64_t rounds = 8;
+  CliResult r = cli({"fedavg", "--out", out, "--rounds", std::to_string(rounds), "--clients", "20",
+                     "--cohort", "4", "--max-examples", "6000", "--hidden", "64", "--eval-every",
+                     "4", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fedavg: test accuracy "), std::string::npos) << r.out;
+
+  std::istringstream csv(slurp(out + "/metrics.csv"));
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line, "round,train_loss,test_loss,test_accuracy,elapsed_s");
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    if (line.back() == ',') cells.push_back("");
+    ASSERT_EQ(cells.size(), 5u) << line;
+    rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), static_cast<size_t>(rounds));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][0], std::to_string(i + 1));
+    EXPECT_EQ(rows[i][3].empty(), (i + 1) % 4 != 0) << "evaluated only every 4 rounds";
+  }
+  EXPECT_LT(std::stod(rows.back()[1]), std::stod(rows.front()[1])) << "training loss decreases";
+  EXPECT_LT(std::stod(rows[7][2]), std::stod(rows[3][2])) << "test loss decreases";
+  EXPECT_GT(std::stod(rows.back()[3]), 0.3) << "above chance (0.1)";
+  EXPECT_LE(std::stod(rows.back()[3]), 1.0);
+
+  const std::string svg = slurp(out + "/metrics.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  // Balanced tags: every opening tag is closed or self-closing, in order.
+  std::vector<std::string> open;
+  for (size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+    size_t end = svg.find('>', at);
+    ASSERT_NE(end, std::string::npos);
+    std::string tag = svg.substr(at + 1, end - at - 1);
+    std::string name =
+        tag.substr(tag[0] == '/' ? 1 : 0, tag.find_first_of(" />", 1) - (tag[0] == '/' ? 1 : 0));
+    if (tag[0] == '/') {
+      ASSERT_FALSE(open.empty()) << tag;
+      EXPECT_EQ(open.back(), name);
+      open.pop_back();
+    } else if (tag.back() != '/') {
+      open.push_back(name);
+    }
+  }
+  EXPECT_TRUE(open.empty());
+  // The accuracy polyline has one point per evaluation (rounds 4 and 8), the loss line one
+  // per round.
+  auto points = [&](const std::string& id) {
+    size_t at = svg.find("id=\"" + id + "\"");
+    EXPECT_NE(at, std::string::npos) << id;
+    at = svg.find("points=\"", at) + 8;
+    std::string pts = svg.substr(at, svg.find('"', at) - at);
+    return std::count(pts.begin(), pts.end(), ',');
+  };
+  EXPECT_EQ(points("test_accuracy"), 2);
+  EXPECT_EQ(points("train_loss"), rounds);
+}
+
+}  // namespace
