@@ -31,7 +31,7 @@ struct Options {
   double server_lr = 1.0;
   double server_momentum = 0.9;
   // Schedule.
-  int64_t rounds = 400;
+  int64_t rounds = 650;
   uint64_t seed = 0;
   int64_t eval_every = 10;
   int64_t checkpoint_every = 50;
