@@ -33,7 +33,13 @@ if [[ -z "$exe" ]]; then
   exe="$root/build/drx"
   [[ -x "$exe" ]] || { cmake -S "$root" -B "$root/build" -G Ninja >/dev/null && cmake --build "$root/build" --target drx_cli >/dev/null; }
 fi
-[[ $smoke == 1 ]] && extra=(--rounds 3 --eval-every 1 --max-examples 6000 --clients 20 --cohort 4 "${extra[@]}")
+# The peer gets drx fedavg's default number of rounds unless told otherwise.
+rounds=$("$exe" help fedavg | sed -n 's/^ *--rounds N .*(default \([0-9]*\)).*/\1/p')
+[[ -n "$rounds" ]] || { echo "run_fedavg_accuracy: cannot read the default --rounds from '$exe help fedavg'" >&2; exit 1; }
+smoke_flags=()
+[[ $smoke == 1 ]] && smoke_flags=(--rounds 3 --eval-every 1 --max-examples 6000 --clients 20 --cohort 4)
+# Later flags win on both sides: the defaults, then --smoke's, then the caller's.
+extra=(--rounds "$rounds" "${smoke_flags[@]}" "${extra[@]}")
 if [[ $no_peer == 0 ]] && ! "$python" -c 'import torch' >/dev/null 2>&1; then
   echo "== peer: skipped, PyTorch is not installed for $python (bash scripts/setup_bench.sh)"
   no_peer=1

@@ -103,7 +103,7 @@ def evaluate(model, params, x, y):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    ap.add_argument("--rounds", type=int, default=250)
+    ap.add_argument("--rounds", type=int, default=650)
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--cohort", type=int, default=10)
     ap.add_argument("--partition", choices=["iid", "dirichlet", "shards"], default="iid")
