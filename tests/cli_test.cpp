@@ -12,19 +12,12 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "tests/cli_util.h"
 
 namespace {
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = drx::tool::main(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using drx::testing::cli;
+using drx::testing::CliResult;
 
 // A program file written by the printer, removed when the test ends.
 class ProgramFile {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "tests/cli_util.h"
 #include "tools/cli.h"
 #include "tools/fedavg/atomic_file.h"
 #include "tools/fedavg/checkpoint.h"
@@ -30,16 +31,8 @@ namespace fa = drx::tool::fedavg;
 using drx::Array;
 using drx::Tree;
 
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-CliResult cli(const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  int code = drx::tool::main(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using drx::testing::cli;
+using drx::testing::CliResult;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
