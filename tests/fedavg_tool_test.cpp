@@ -299,6 +299,10 @@ TEST_F(FedavgTool, HelpListsEveryFlag) {
                            "--server-opt",
                            "--server-lr",
                            "--server-momentum",
+                           "--adam-beta1",
+                           "--adam-beta2",
+                           "--adam-eps",
+                           "--overwrite",
                            "--rounds",
                            "--seed",
                            "--eval-every",
@@ -328,6 +332,8 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
       {{"--partition", "zipf"}, "--partition expects one of iid|dirichlet|shards, got 'zipf'"},
       {{"--server-opt", "sgd"}, "--server-opt expects one of fedavg|fedavgm|fedadam"},
       {{"--hidden", "200,,10"}, "--hidden expects comma-separated layer sizes"},
+      {{"--adam-beta2", "1"}, "--adam-beta2 expects a number >= 0 and < 1"},
+      {{"--resume", "--overwrite"}, "--resume and --overwrite exclude each other"},
       {{"--seed", "-3"}, "--seed expects an integer in [0, 2^64)"},
       {{"--clients", "5", "--cohort", "6"}, "--cohort expects at most --clients (5)"},
       {{"--epochs", "2", "--local-steps", "3"}, "--epochs and --local-steps exclude each other"},
@@ -435,6 +441,42 @@ TEST_F(FedavgTool, ResumeIsBitIdenticalToAnUninterruptedRun) {
   EXPECT_NE(missing.err.find("no checkpoint"), std::string::npos) << missing.err;
 }
 
+TEST_F(FedavgTool, AnEarlierRunIsNotOverwrittenByAccident) {
+  const std::string data = synthetic_data();
+  ASSERT_EQ(cli(quick_run(data, path("out"), 2)).code, 0);
+  const std::string before = slurp(path("out/checkpoint.bin"));
+  std::vector<std::string> again = quick_run(data, path("out"), 3);
+  CliResult r = cli(again);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds the checkpoint of an earlier run; pass --resume"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(path("out/checkpoint.bin")), before);
+  again.push_back("--overwrite");
+  ASSERT_EQ(cli(again).code, 0);
+  EXPECT_EQ(fa::read_checkpoint(path("out/checkpoint.bin")).round, 3);
+  again.push_back("--resume");
+  EXPECT_EQ(cli(again).code, 2);
+}
+
+TEST_F(FedavgTool, FedAdamHyperparametersReachTheServerAndTheCheckpoint) {
+  const std::string data = synthetic_data();
+  auto run = [&](const std::string& out, std::vector<std::string> more) {
+    std::vector<std::string> args = quick_run(data, out, 2);
+    args.insert(args.end(), {"--server-opt", "fedadam", "--server-lr", "0.01"});
+    args.insert(args.end(), more.begin(), more.end());
+    CliResult r = cli(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return fa::read_checkpoint(out + "/checkpoint.bin");
+  };
+  fa::Checkpoint plain = run(path("a"), {});
+  fa::Checkpoint tuned = run(path("b"), {"--adam-beta2", "0.5", "--adam-eps", "0.1"});
+  // Another beta2 and tau give another model; the flags are part of the configuration.
+  EXPECT_FALSE(same_tree(plain.params, tuned.params));
+  bool recorded = false;
+  for (const auto& [flag, value] : tuned.config) recorded = recorded || flag == "--adam-eps";
+  EXPECT_TRUE(recorded);
+}
+
 TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
   const std::string data = synthetic_data();
   std::vector<std::string> args = quick_run(data, path("out"), 4);
@@ -470,6 +512,7 @@ TEST_F(FedavgTool, ProgressLines) {
   fa::run_fedavg(o, out, tty, true);
   EXPECT_NE(tty.str().find("\rround 2/3 ["), std::string::npos) << tty.str();
   o.quiet = true;
+  o.overwrite = true;
   std::ostringstream quiet;
   fa::run_fedavg(o, out, quiet, true);
   EXPECT_EQ(quiet.str(), "");

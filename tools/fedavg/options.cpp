@@ -135,6 +135,11 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.server_lr = parse_real(f, v, 0, true, 1e6, false); }},
       {"--server-momentum",
        [&](auto& f, auto& v) { o.server_momentum = parse_real(f, v, 0, false, 1, true); }},
+      {"--adam-beta1",
+       [&](auto& f, auto& v) { o.adam_beta1 = parse_real(f, v, 0, false, 1, true); }},
+      {"--adam-beta2",
+       [&](auto& f, auto& v) { o.adam_beta2 = parse_real(f, v, 0, false, 1, true); }},
+      {"--adam-eps", [&](auto& f, auto& v) { o.adam_eps = parse_real(f, v, 0, true, 1e6, false); }},
       {"--seed",
        [&](auto& f, auto& v) {
          char* end = nullptr;
@@ -153,9 +158,8 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--threads", [&](auto& f, auto& v) { o.threads = parse_int(f, v, 1, 1024); }},
   };
   const std::map<std::string, std::function<void()>> switches = {
-      {"--resume", [&] { o.resume = true; }},
-      {"--quiet", [&] { o.quiet = true; }},
-      {"--help", [&] { o.help = true; }},
+      {"--resume", [&] { o.resume = true; }}, {"--overwrite", [&] { o.overwrite = true; }},
+      {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
       {"-h", [&] { o.help = true; }},
   };
   for (size_t i = 0; i < args.size(); ++i) {
@@ -185,6 +189,8 @@ Options parse_options(const std::vector<std::string>& args) {
   if (o.help) return o;
   if (epochs_given && steps_given)
     throw UsageError("fedavg: --epochs and --local-steps exclude each other; give one");
+  if (o.resume && o.overwrite)
+    throw UsageError("fedavg: --resume and --overwrite exclude each other; give one");
   if (o.cohort > o.clients)
     throw UsageError("fedavg: --cohort expects at most --clients (" + std::to_string(o.clients) +
                      ") clients, got '" + std::to_string(o.cohort) + "'");
@@ -214,6 +220,11 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
   f.emplace_back("--server-opt", o.server_opt);
   f.emplace_back("--server-lr", fmt(o.server_lr));
   if (o.server_opt == "fedavgm") f.emplace_back("--server-momentum", fmt(o.server_momentum));
+  if (o.server_opt == "fedadam") {
+    f.emplace_back("--adam-beta1", fmt(o.adam_beta1));
+    f.emplace_back("--adam-beta2", fmt(o.adam_beta2));
+    f.emplace_back("--adam-eps", fmt(o.adam_eps));
+  }
   f.emplace_back("--seed", std::to_string(o.seed));
   return f;
 }
@@ -268,6 +279,12 @@ const char* details_text() {
        << ")\n"
        << "  --server-momentum M     fedavgm momentum (default " << short_num(d.server_momentum)
        << ")\n"
+       << "  --adam-beta1 B          fedadam first-moment decay (default "
+       << short_num(d.adam_beta1) << ")\n"
+       << "  --adam-beta2 B          fedadam second-moment decay (default "
+       << short_num(d.adam_beta2) << ")\n"
+       << "  --adam-eps E            fedadam adaptivity tau (default " << short_num(d.adam_eps)
+       << ")\n"
        << "schedule:\n"
           "  --rounds N              rounds to train (default "
        << d.rounds << ")\n"
@@ -280,6 +297,8 @@ const char* details_text() {
        << "  --resume                continue from DIR/checkpoint.bin (same training flags;\n"
           "                          --rounds may grow); the result is bit-identical to an\n"
           "                          uninterrupted run\n"
+          "  --overwrite             start over in an --out that holds an earlier run's\n"
+          "                          checkpoint (without it, or --resume, that is an error)\n"
           "  --max-seconds T         stop cleanly after about T seconds, with a checkpoint\n"
           "execution:\n"
           "  --devices N             CPU devices along the 'clients' mesh axis (default "

@@ -30,12 +30,14 @@ struct Options {
   std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam
   double server_lr = 1.0;
   double server_momentum = 0.9;
+  double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;  // fedadam
   // Schedule.
   int64_t rounds = 650;
   uint64_t seed = 0;
   int64_t eval_every = 10;
   int64_t checkpoint_every = 50;
   bool resume = false;
+  bool overwrite = false;  // start over in an --out that holds an earlier run
   double max_seconds = 0;  // 0: no time budget
   // Execution.
   int64_t devices = 1;

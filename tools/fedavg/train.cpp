@@ -68,6 +68,9 @@ optim::ServerOptimizer server_optimizer(const Options& o) {
   s.kind = optim::parse_server_kind(o.server_opt);
   s.lr = o.server_lr;
   s.momentum = o.server_momentum;
+  s.beta1 = o.adam_beta1;
+  s.beta2 = o.adam_beta2;
+  s.eps = o.adam_eps;
   return s;
 }
 
@@ -145,6 +148,11 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
       throw Error("--resume: no checkpoint '" + ckpt_path + "' to resume from");
     resumed = read_checkpoint(ckpt_path);
     check_same_config(resumed->config, trajectory_fields(o), ckpt_path);
+  } else if (!o.overwrite && std::filesystem::exists(ckpt_path)) {
+    // An earlier run's results are not replaced by accident.
+    throw Error("fedavg: '" + ckpt_path +
+                "' holds the checkpoint of an earlier run; pass --resume to continue it, "
+                "--overwrite to start over, or choose another --out");
   }
   const data::Dataset train =
       first_examples(data::load_fashion_mnist(data::Split::train, o.data_dir), o.max_examples);
