@@ -15,5 +15,6 @@
 #include "drx/trace/tree.h"
 #include "drx/trace/value.h"
 #include "drx/transforms/api.h"
+#include "drx/transforms/cond.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"

@@ -151,6 +151,15 @@ std::vector<Case> coverage_cases() {
                      return round(a[0], a[1]);
                    },
                    {f32t({2}), f32t({3, 2})}});
+  cases.push_back({"cond",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value y = a[1] * 2.0;  // used by the true branch from outside
+                     Tree r = cond(
+                         greater(sum(a[0]), scalar_like(a[0], 0.0)), [&](const Tree& t) { return Tree(exp(t.value()) + y); },
+                         [](const Tree& t) { return Tree(-t.value()); }, Tree(a[0]));
+                     return {r.value()};
+                   },
+                   {f32t({3}), f32t({3})}});
   return cases;
 }
 

@@ -15,6 +15,7 @@ const KernelTable& table() {
     add_shape_kernels(t);
     add_mapreduce_kernels(t);
     add_index_kernels(t);
+    add_control_flow_kernels(t);
     return t;
   }();
   return t;

@@ -21,6 +21,7 @@ void add_dot_kernels(KernelTable& t);
 void add_shape_kernels(KernelTable& t);
 void add_mapreduce_kernels(KernelTable& t);
 void add_index_kernels(KernelTable& t);
+void add_control_flow_kernels(KernelTable& t);
 
 // A transpose of a matrix product, as one gemm that writes the transposed
 // product (the product's own equation is then unused and dropped).

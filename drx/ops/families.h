@@ -15,6 +15,7 @@ void register_indexing(Registry& r);
 void register_constants(Registry& r);
 void register_placement_cast(Registry& r);
 void register_mapreduce(Registry& r);
+void register_control_flow(Registry& r);  // drx/transforms/cond.cpp
 
 using RegisterFamily = void (*)(Registry&);
 std::vector<RegisterFamily> primitive_families();

@@ -7,6 +7,7 @@
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
 #include "drx/transforms/api.h"
+#include "drx/transforms/cond.h"
 
 namespace drx::optim {
 
@@ -76,7 +77,8 @@ LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs
   const bool heavy_ball = sgd.momentum != 0.0;
   const double lr = sgd.lr, mu = sgd.momentum;
   Tree p = start;
-  Tree m = heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree();
+  Tree m =
+      heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree::list({});
   Value loss_sum = fill({}, 0.0, mask.dtype()), count = loss_sum;
   // One gather per client for all its steps: fewer passes over the (large, shared) dataset.
   const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
@@ -85,29 +87,32 @@ LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs
   Value m_all_steps = reshape(mask, {steps * batch});
   for (int64_t s = 0; s < steps; ++s) {
     Value mb = step_rows(m_all_steps, s, batch);
-    auto [loss, g] =
-        step_grad(p, step_rows(x_all_steps, s, batch), step_rows(y_all_steps, s, batch), mb);
     Value n = sum(mb);
-    // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
-    loss_sum = loss_sum + loss * maximum(n, 1.0);
     count = count + n;
-    // A step without real examples is skipped exactly (momentum included); select keeps the
-    // update differentiable.
-    Value has = greater(n, scalar_like(n, 0.0));
-    auto keep_if_empty = [&](const Value& updated, const Value& old) {
-      return where(has, updated, old);
+    // A step without real examples is skipped, momentum included: cond runs the update only
+    // when the batch has an example, so padded steps of uneven clients cost nothing.
+    Tree state = Tree::dict({{"loss_sum", Tree(loss_sum)}, {"m", m}, {"p", p}});
+    Tree operands = Tree::list({state, Tree(step_rows(x_all_steps, s, batch)),
+                                Tree(step_rows(y_all_steps, s, batch)), Tree(mb)});
+    auto update = [&](const Tree& o) {
+      Tree pv = o[0]["p"], mv = o[0]["m"];
+      const Value& mask_b = o[3].value();
+      auto [loss, g] = step_grad(pv, o[1].value(), o[2].value(), mask_b);
+      // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
+      Value sum_b = o[0]["loss_sum"].value() + loss * maximum(sum(mask_b), 1.0);
+      if (heavy_ball) {
+        mv = tree_map([&](const Value& a, const Value& b) { return mu * a + b; }, mv, g);
+        pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, mv);
+      } else {
+        pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, g);
+      }
+      return Tree::dict({{"loss_sum", Tree(sum_b)}, {"m", mv}, {"p", pv}});
     };
-    if (heavy_ball) {
-      Tree m_new = tree_map([&](const Value& mv, const Value& gv) { return mu * mv + gv; }, m, g);
-      Tree p_new =
-          tree_map([&](const Value& pv, const Value& mv) { return pv - lr * mv; }, p, m_new);
-      m = tree_map(keep_if_empty, m_new, m);
-      p = tree_map(keep_if_empty, p_new, p);
-    } else {
-      // Plain SGD needs no select: a fully masked batch has an exactly zero gradient, so p - lr * g
-      // is p, and the update stays one fused gemm-accumulate in the executor.
-      p = tree_map([&](const Value& pv, const Value& gv) { return pv - lr * gv; }, p, g);
-    }
+    Tree next = cond(
+        greater(n, scalar_like(n, 0.0)), update, [](const Tree& o) { return o[0]; }, operands);
+    p = next["p"];
+    m = next["m"];
+    loss_sum = next["loss_sum"].value();
   }
   return {p, loss_sum, count};
 }

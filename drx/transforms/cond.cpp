@@ -1,0 +1,206 @@
+// The cond primitive: one class with all its rules, each a transformation of
+// the two branch programs (jvp, vjp and vmap of a cond are conds of the
+// branches' jvp, vjp and vmap programs).
+#include "drx/transforms/cond.h"
+
+#include <memory>
+
+#include "drx/ops/ops.h"
+#include "drx/ops/primitive.h"
+#include "drx/trace/trace.h"
+#include "drx/trace/trace_tree.h"
+#include "drx/transforms/simplify.h"
+#include "drx/transforms/transforms.h"
+
+namespace drx {
+namespace {
+
+const char* kBranches[2] = {"false_branch", "true_branch"};
+
+std::shared_ptr<const Program> shared(Program p) {
+  return std::make_shared<const Program>(std::move(p));
+}
+
+class CondPrim : public Primitive {
+ public:
+  CondPrim() : Primitive("cond") {}
+
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    if (ins.empty()) throw TypeError("cond: needs a predicate operand");
+    if (ins[0].dtype != DType::bool_ || !ins[0].shape.empty())
+      throw TypeError("cond: the predicate is " + ins[0].str() + ", expected a bool scalar");
+    std::vector<Type> outs;
+    for (int b = 0; b < 2; ++b) {
+      const Program& body = p.get_program(kBranches[b], name());
+      if (body.inputs.size() + 1 != ins.size())
+        throw TypeError("cond: " + std::to_string(ins.size() - 1) + " operands for a " +
+                        kBranches[b] + " @" + body.name + " of " +
+                        std::to_string(body.inputs.size()) + " inputs");
+      for (size_t i = 0; i < body.inputs.size(); ++i) {
+        const Type& want = body.type_of(body.inputs[i]);
+        if (want.dtype != ins[i + 1].dtype || want.shape != ins[i + 1].shape)
+          throw TypeError("cond: operand " + std::to_string(i) + " is " + ins[i + 1].str() + ", " +
+                          kBranches[b] + " @" + body.name + " expects " + want.str());
+      }
+      std::vector<Type> mine;
+      for (int v : body.outputs) {
+        Type t = body.type_of(v);
+        t.placement = ins[0].placement;
+        mine.push_back(t);
+      }
+      if (b == 1 && mine != outs) {
+        std::string a, c;
+        for (const Type& t : outs) a += (a.empty() ? "" : ", ") + t.str();
+        for (const Type& t : mine) c += (c.empty() ? "" : ", ") + t.str();
+        throw TypeError("cond: the branches return different types: (" + c + ") if true, (" + a +
+                        ") if false");
+      }
+      outs = std::move(mine);
+    }
+    return outs;
+  }
+
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    const bool pred = ins[0].data<uint8_t>()[0] != 0;
+    return interpret(p.get_program(kBranches[pred ? 1 : 0], name()),
+                     std::vector<Array>(ins.begin() + 1, ins.end()));
+  }
+
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params& p) const override {
+    std::vector<bool> has;
+    Values args = primals;
+    for (size_t i = 1; i < tangents.size(); ++i) {
+      has.push_back(tangents[i].has_value() && carries_derivative(primals[i].type()));
+      if (has.back()) args.push_back(*tangents[i]);
+    }
+    Params bp;
+    for (const char* b : kBranches)
+      bp.set(b, shared(simplify(jvp_program(p.get_program(b, name()), has, true))));
+    Values t = emit(*this, args, bp);
+    MaybeValues r(t.begin(), t.end());
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!carries_derivative(outs[i].type())) r[i] = std::nullopt;
+    return r;
+  }
+
+  MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
+                  const Params& p) const override {
+    std::vector<bool> wrt, has;
+    Values args = primals;
+    for (size_t i = 1; i < primals.size(); ++i)
+      wrt.push_back(carries_derivative(primals[i].type()));
+    for (const MaybeValue& c : cts) {
+      has.push_back(c.has_value());
+      if (c) args.push_back(*c);
+    }
+    bool any = false;
+    for (bool w : wrt) any = any || w;
+    MaybeValues result(primals.size());
+    if (!any) return result;
+    // The chosen branch's pullback, recomputing its forward pass inside.
+    Params bp;
+    for (const char* b : kBranches)
+      bp.set(b, shared(simplify(vjp_program(p.get_program(b, name()), wrt, has, true))));
+    Values r = emit(*this, args, bp);
+    size_t k = 0;
+    for (size_t i = 0; i < wrt.size(); ++i)
+      if (wrt[i]) result[i + 1] = r[k++];
+    return result;
+  }
+
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& p) const override {
+    std::vector<bool> batched;
+    Values ops;
+    for (size_t i = 1; i < ins.size(); ++i) {
+      batched.push_back(ins[i].batched);
+      ops.push_back(ins[i].value);
+    }
+    std::vector<Program> bodies;
+    for (const char* b : kBranches)
+      bodies.push_back(vmap_program(p.get_program(b, name()), batched, batch_size));
+    std::vector<Batched> r;
+    if (!ins[0].batched) {
+      Params bp;
+      for (int b = 0; b < 2; ++b) bp.set(kBranches[b], shared(std::move(bodies[b])));
+      Values args = {ins[0].value};
+      args.insert(args.end(), ops.begin(), ops.end());
+      for (const Value& v : emit(*this, args, bp)) r.push_back({v, true});
+      return r;
+    }
+    // A predicate per example: both branches run, each example takes its own.
+    Values if_false = inline_program(bodies[0], ops), if_true = inline_program(bodies[1], ops);
+    for (size_t k = 0; k < if_true.size(); ++k) {
+      Shape s(if_true[k].shape().size(), 1);
+      s[0] = batch_size;
+      r.push_back({where(reshape(ins[0].value, s), if_true[k], if_false[k]), true});
+    }
+    return r;
+  }
+};
+
+// Adds unused inputs of the given types after p's inputs.
+Program with_extra_inputs(Program p, const std::vector<Type>& types) {
+  for (const Type& t : types) {
+    p.var_types.push_back(t);
+    p.inputs.push_back(static_cast<int>(p.var_types.size()) - 1);
+  }
+  return p;
+}
+
+}  // namespace
+
+void register_control_flow(Registry& r) { r.add(std::make_unique<CondPrim>()); }
+
+Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
+          const Tree& operands) {
+  if (pred.dtype() != DType::bool_ || !pred.shape().empty())
+    throw Error("cond: the predicate is " + pred.type().str() + ", expected a bool scalar");
+  Values leaves = leaf_values(operands);
+  std::vector<Type> types;
+  for (const Value& v : leaves) types.push_back(v.type());
+  TracedFn traced[2];
+  const BranchFn* fns[2] = {&false_fn, &true_fn};
+  for (int b = 0; b < 2; ++b) {
+    const BranchFn& fn = *fns[b];
+    traced[b] = trace_tree_fn([&fn](const std::vector<Tree>& a) { return fn(a[0]); }, {operands},
+                              types, kBranches[b]);
+  }
+  if (traced[0].out_structure.structure() != traced[1].out_structure.structure())
+    throw Error(
+        "cond: the branches return different structures: " + traced[1].out_structure.structure() +
+        " if true, " + traced[0].out_structure.structure() + " if false");
+  // Values a branch uses from outside become operands; each branch gets the
+  // other's as unused inputs, so both take the same operands.
+  std::vector<Type> captured[2];
+  for (int b = 0; b < 2; ++b)
+    for (const Value& v : traced[b].captured) captured[b].push_back(v.type());
+  Program false_branch = traced[0].program, true_branch = traced[1].program;
+  // false: [leaves, false captures] + true captures; true: [leaves, true captures] needs the
+  // false captures before its own, so it is rebuilt with them inserted.
+  false_branch = with_extra_inputs(std::move(false_branch), captured[1]);
+  {
+    Program t = std::move(true_branch);
+    const size_t own = leaves.size();
+    std::vector<int> inputs(t.inputs.begin(), t.inputs.begin() + static_cast<long>(own));
+    for (const Type& ty : captured[0]) {
+      t.var_types.push_back(ty);
+      inputs.push_back(static_cast<int>(t.var_types.size()) - 1);
+    }
+    inputs.insert(inputs.end(), t.inputs.begin() + static_cast<long>(own), t.inputs.end());
+    t.inputs = std::move(inputs);
+    true_branch = std::move(t);
+  }
+  Values args = {pred};
+  args.insert(args.end(), leaves.begin(), leaves.end());
+  for (int b = 0; b < 2; ++b)
+    args.insert(args.end(), traced[b].captured.begin(), traced[b].captured.end());
+  static const Primitive& p = primitive("cond");
+  Values outs = emit(p, args,
+                     Params{{kBranches[0], shared(std::move(false_branch))},
+                            {kBranches[1], shared(std::move(true_branch))}});
+  return unflatten_values(traced[1].out_structure, outs);
+}
+
+}  // namespace drx
