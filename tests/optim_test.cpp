@@ -358,6 +358,42 @@ TEST(OptimRound, ClientMomentumSkipsFullyMaskedStepExactly) {
   }
 }
 
+TEST(OptimRound, FullStepsRunWithoutTheSkipAndGiveTheSameModel) {
+  // Steps 0 and 1 have examples, step 2 is empty: declaring the first two "full" runs them
+  // without the cond and must not change the result; the empty step is still skipped.
+  Dataset d = make_dataset(12, 4, 3, 5);
+  Tree params = with_random_biases(
+      drx::nn::mlp_init({4, 5, 3}, 1, drx::nn::Init::glorot_uniform, drx::f64), 3);
+  RoundSpec spec;
+  spec.cohort = 1, spec.steps = 3, spec.batch = 3;
+  spec.client = {0.3, 0.9};
+  Array ia = Array::from_vector<int32_t>({0, 1, 2, 3, 4, 5, 0, 0, 0}, {1, 3, 3});
+  Array ma = Array::from_vector<float>({1, 1, 1, 1, 1, 0, 0, 0, 0}, {1, 3, 3});
+  Array w = Array::from_vector<float>({12}, {1});
+  Tree checked =
+      drx::jit(drx::optim::fedavg_round(spec))(params, Tree(), x_array(d), y_array(d), ia, ma, w);
+  spec.full_steps = 2;
+  auto full = drx::jit(drx::optim::fedavg_round(spec));
+  Tree unchecked = full(params, Tree(), x_array(d), y_array(d), ia, ma, w);
+  EXPECT_LT(max_abs_diff(flat(unchecked["params"]), flat(checked["params"])), 1e-15);
+  std::vector<std::vector<int64_t>> steps = {{0, 1, 2}, {3, 4}, {}};
+  double ls = 0, cnt = 0;
+  RefMlp want = ref_client(RefMlp::of(params), d, steps, 0.3, 0.9, &ls, &cnt);
+  EXPECT_LT(max_abs_diff(flat(unchecked["params"]), want.flat()), 1e-12);
+  // Fewer conds in the program: one per step that is not full.
+  auto conds = [](const drx::Program& p) {
+    size_t n = 0;
+    for (const drx::Eqn& e : p.eqns)
+      if (auto* body = std::get_if<std::shared_ptr<const drx::Program>>(
+              e.params.has("body") ? &e.params.at("body", "map_fn") : nullptr))
+        for (const drx::Eqn& b : (*body)->eqns) n += b.prim->name() == "cond";
+    return n;
+  };
+  EXPECT_EQ(conds(full.last_program()), 1u);
+  spec.full_steps = 4;
+  EXPECT_THROW(drx::optim::fedavg_round(spec), drx::Error);
+}
+
 // ---- THE round test: masked fixed-shape batches == example-by-example -------------
 
 struct UnevenSetup {

@@ -33,7 +33,8 @@ void require_placed(const std::string& op, const Type& t, const std::string& pla
 
 // Rows of a placed array (one per client) as contiguous byte ranges.
 size_t row_bytes(const Array& a) {
-  return a.shape().empty() || a.shape()[0] == 0 ? 0 : a.nbytes() / static_cast<size_t>(a.shape()[0]);
+  return a.shape().empty() || a.shape()[0] == 0 ? 0
+                                                : a.nbytes() / static_cast<size_t>(a.shape()[0]);
 }
 
 // ---- broadcast ------------------------------------------------------------
@@ -42,7 +43,8 @@ class BroadcastPrim : public Primitive {
   BroadcastPrim() : Primitive("broadcast") {}
   bool placement_aware() const override { return true; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
-    if (ins.size() != 1) throw TypeError("broadcast: takes one operand, got " + std::to_string(ins.size()));
+    if (ins.size() != 1)
+      throw TypeError("broadcast: takes one operand, got " + std::to_string(ins.size()));
     const std::string& placement = p.get_string("placement", name());
     int64_t n = p.get_int("size", name());
     if (!ins[0].placement.empty())
@@ -63,13 +65,16 @@ class BroadcastPrim : public Primitive {
                   ins[0].raw(), ins[0].nbytes());
     return {out};
   }
-  MaybeValues jvp(const Values&, const MaybeValues& t, const Values&, const Params& p) const override {
+  MaybeValues jvp(const Values&, const MaybeValues& t, const Values&,
+                  const Params& p) const override {
     return {emit1(*this, {*t[0]}, p)};
   }
-  MaybeValues vjp(const Values&, const Values&, const MaybeValues& ct, const Params& p) const override {
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues& ct,
+                  const Params& p) const override {
     return {emit1(prim("reduce_sum"), {*ct[0]}, Params{{"placement", p.at("placement", name())}})};
   }
-  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t, const Params& p) const override {
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& p) const override {
     // [B, ...] becomes [n, B, ...]: the batch lands at axis 1, as placed values carry it.
     return {{emit1(*this, {ins[0].value}, p), true}};
   }
@@ -107,10 +112,12 @@ class PlacementReducePrim : public Primitive {
   PlacementReducePrim(const char* name, Combine c) : Primitive(name), combine_(c) {}
   bool placement_aware() const override { return true; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
-    if (ins.size() != 1) throw TypeError(name() + ": takes one operand, got " + std::to_string(ins.size()));
+    if (ins.size() != 1)
+      throw TypeError(name() + ": takes one operand, got " + std::to_string(ins.size()));
     require_placed(name(), ins[0], p.get_string("placement", name()));
     if (ins[0].dtype == DType::bool_ && combine_ == Combine::sum)
-      throw TypeError(name() + ": operand " + ins[0].str() + " is bool; convert it with astype first");
+      throw TypeError(name() + ": operand " + ins[0].str() +
+                      " is bool; convert it with astype first");
     if (combine_ != Combine::sum && ins[0].shape[0] == 0)
       throw TypeError(name() + ": operand " + ins[0].str() + " has no clients to reduce");
     return {per_client(ins[0])};
@@ -143,7 +150,8 @@ class PlacementReducePrim : public Primitive {
     Value count = emit1(prim("broadcast"), {emit_reduce_sum(astype(mask, x[0].dtype()))}, bp);
     return {where(mask, spread / count, zeros_like(spread))};
   }
-  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t, const Params& p) const override {
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& p) const override {
     // [n, B, ...] reduces to [B, ...]: the batch is back at axis 0.
     return {{emit1(*this, {ins[0].value}, p), true}};
   }
@@ -185,8 +193,8 @@ class MapFnPrim : public Primitive {
         throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
                         ") is placed but has no leading (placement) axis");
       if (t.placement != placement)
-        throw TypeError("map_fn[" + placement + "]: operand " + std::to_string(i) + " (" +
-                        t.str() + ") is placed at '" + t.placement + "'");
+        throw TypeError("map_fn[" + placement + "]: operand " + std::to_string(i) + " (" + t.str() +
+                        ") is placed at '" + t.placement + "'");
       if (n >= 0 && t.shape[0] != n)
         throw TypeError("map_fn: placed operands have different sizes: " + std::to_string(n) +
                         " and " + std::to_string(t.shape[0]) + " (operand " + std::to_string(i) +
@@ -222,7 +230,8 @@ class MapFnPrim : public Primitive {
       for (size_t k = 0; k < ins.size(); ++k) {
         slice[k] = Array(ins[k].dtype(), per_client(Type(ins[k].dtype(), ins[k].shape())).shape);
         std::memcpy(slice[k].raw(),
-                    static_cast<const std::byte*>(ins[k].raw()) + static_cast<size_t>(i) * row_bytes(ins[k]),
+                    static_cast<const std::byte*>(ins[k].raw()) +
+                        static_cast<size_t>(i) * row_bytes(ins[k]),
                     row_bytes(ins[k]));
       }
       std::vector<Array> r = interpret(body, slice);
@@ -235,38 +244,21 @@ class MapFnPrim : public Primitive {
 
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
                   const Params& p) const override {
-    const Program& body = p.get_program("body", name());
-    std::vector<bool> has(tangents.size());
-    Values args = primals;
-    for (size_t i = 0; i < tangents.size(); ++i) {
-      has[i] = tangents[i].has_value() && carries_derivative(primals[i].type());
-      if (has[i]) args.push_back(*tangents[i]);
-    }
+    BodyDerivativeArgs d = body_jvp_args(primals, tangents);
     Params bp = p;
-    bp.set("body", simplified(jvp_program(body, has, /*tangents_only=*/true)));
-    Values t = emit(*this, args, bp);
-    MaybeValues r(t.begin(), t.end());
-    for (size_t i = 0; i < outs.size(); ++i)
-      if (!carries_derivative(outs[i].type())) r[i] = std::nullopt;
-    return r;
+    bp.set("body", simplified(jvp_program(p.get_program("body", name()), d.with, true)));
+    return result_tangents(emit(*this, d.args, bp), outs);
   }
 
   MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
                   const Params& p) const override {
-    const Program& body = p.get_program("body", name());
-    std::vector<bool> wrt, has;
-    Values args = primals;
-    for (const Value& x : primals) wrt.push_back(carries_derivative(x.type()));
-    for (const MaybeValue& c : cts) {
-      has.push_back(c.has_value());
-      if (c) args.push_back(*c);
-    }
+    BodyDerivativeArgs d = body_vjp_args(primals, cts);
     Params bp = p;
-    bp.set("body", simplified(vjp_program(body, wrt, has, /*cotangents_only=*/true)));
-    Values r = emit(*this, args, bp);
+    bp.set("body", simplified(vjp_program(p.get_program("body", name()), d.wrt, d.with, true)));
+    Values r = emit(*this, d.args, bp);
     MaybeValues result;
     size_t k = 0;
-    for (bool w : wrt) result.push_back(w ? MaybeValue(r[k++]) : std::nullopt);
+    for (bool w : d.wrt) result.push_back(w ? MaybeValue(r[k++]) : std::nullopt);
     return result;
   }
 

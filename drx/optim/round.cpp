@@ -71,8 +71,8 @@ struct LocalResult {
   Tree params;
   Value loss_sum, count;
 };
-LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs, const Value& ys,
-                        const Value& idx, const Value& mask) {
+LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& start,
+                        const Value& xs, const Value& ys, const Value& idx, const Value& mask) {
   auto step_grad = value_and_grad(batch_loss);
   const bool heavy_ball = sgd.momentum != 0.0;
   const double lr = sgd.lr, mu = sgd.momentum;
@@ -108,8 +108,9 @@ LocalResult local_train(const ClientSgd& sgd, const Tree& start, const Value& xs
       }
       return Tree::dict({{"loss_sum", Tree(sum_b)}, {"m", mv}, {"p", pv}});
     };
-    Tree next = cond(
-        greater(n, scalar_like(n, 0.0)), update, [](const Tree& o) { return o[0]; }, operands);
+    auto skip = [](const Tree& o) { return o[0]; };
+    Tree next = s < full_steps ? update(operands)
+                               : cond(greater(n, scalar_like(n, 0.0)), update, skip, operands);
     p = next["p"];
     m = next["m"];
     loss_sum = next["loss_sum"].value();
@@ -130,6 +131,9 @@ void check_sgd(const RoundSpec& spec) {
     throw Error("fedavg_round: steps must be >= 0, got " + std::to_string(spec.steps));
   if (spec.batch < 1)
     throw Error("fedavg_round: batch must be >= 1, got " + std::to_string(spec.batch));
+  if (spec.full_steps < 0 || spec.full_steps > spec.steps)
+    throw Error("fedavg_round: full_steps must be in [0, steps = " + std::to_string(spec.steps) +
+                "], got " + std::to_string(spec.full_steps));
   const ClientSgd& c = spec.client;
   const ServerOptimizer& s = spec.server;
   if (bad(c.lr) || bad(c.momentum) || c.momentum < 0 || bad(s.lr) || bad(s.momentum) ||
@@ -157,10 +161,12 @@ RoundFn fedavg_round(const RoundSpec& spec) {
       throw Error("fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
                   "] placed at clients, got " + wt.str());
     const ClientSgd sgd = spec.client;
+    const int64_t full_steps = spec.full_steps;
     Tree per_client = map_fn(
-        [sgd, dt](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k, Value w_k) -> Tree {
+        [sgd, dt, full_steps](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
+                              Value w_k) -> Tree {
           Value w = astype(w_k, dt);
-          LocalResult r = local_train(sgd, p0, xs, ys, idx_k, astype(mask_k, dt));
+          LocalResult r = local_train(sgd, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
           Tree delta = tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
                                 r.params, p0);
           Value loss = w * (r.loss_sum / maximum(r.count, 1.0));

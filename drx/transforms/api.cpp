@@ -85,8 +85,10 @@ Tree jvp_call(const TreeFn& f, const std::vector<Tree>& primals,
   MaybeValues out_t;
   Values outs = jvp_emit(t.program, concat(p_leaves, t.captured), tangents_in, out_t);
   Values touts;
-  for (size_t i = 0; i < outs.size(); ++i) touts.push_back(out_t[i] ? *out_t[i] : zeros_like(outs[i]));
-  return Tree::list({unflatten_values(t.out_structure, outs), unflatten_values(t.out_structure, touts)});
+  for (size_t i = 0; i < outs.size(); ++i)
+    touts.push_back(out_t[i] ? *out_t[i] : zeros_like(outs[i]));
+  return Tree::list(
+      {unflatten_values(t.out_structure, outs), unflatten_values(t.out_structure, touts)});
 }
 
 VjpResult vjp_call(const TreeFn& f, const std::vector<Tree>& primals) {
@@ -117,7 +119,8 @@ VjpResult vjp_call(const TreeFn& f, const std::vector<Tree>& primals) {
     std::vector<Tree> result;
     for (size_t a = 0; a < primals.size(); ++a) {
       Values g;
-      for (size_t i = off[a]; i < off[a + 1]; ++i) g.push_back(cts[i] ? *cts[i] : zeros_like(args[i]));
+      for (size_t i = off[a]; i < off[a + 1]; ++i)
+        g.push_back(cts[i] ? *cts[i] : zeros_like(args[i]));
       result.push_back(unflatten_values(primals[a], g));
     }
     return result;
@@ -163,8 +166,8 @@ TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
           continue;
         }
         if (v.ndim() == 0)
-          throw Error("vmap: " + where + " is a scalar (" + v.type().str() +
-                      ") and has no axis " + std::to_string(*ax) + " to map over");
+          throw Error("vmap: " + where + " is a scalar (" + v.type().str() + ") and has no axis " +
+                      std::to_string(*ax) + " to map over");
         if (!v.type().placement.empty())
           throw Error("vmap: " + where + " (" + v.type().str() +
                       ") is placed; vmap a whole drx::program instead, or work per client in "

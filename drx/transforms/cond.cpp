@@ -3,6 +3,7 @@
 // branches' jvp, vjp and vmap programs).
 #include "drx/transforms/cond.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "drx/ops/ops.h"
@@ -68,44 +69,26 @@ class CondPrim : public Primitive {
 
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
                   const Params& p) const override {
-    std::vector<bool> has;
-    Values args = primals;
-    for (size_t i = 1; i < tangents.size(); ++i) {
-      has.push_back(tangents[i].has_value() && carries_derivative(primals[i].type()));
-      if (has.back()) args.push_back(*tangents[i]);
-    }
+    BodyDerivativeArgs d = body_jvp_args(primals, tangents, 1);
     Params bp;
     for (const char* b : kBranches)
-      bp.set(b, shared(simplify(jvp_program(p.get_program(b, name()), has, true))));
-    Values t = emit(*this, args, bp);
-    MaybeValues r(t.begin(), t.end());
-    for (size_t i = 0; i < outs.size(); ++i)
-      if (!carries_derivative(outs[i].type())) r[i] = std::nullopt;
-    return r;
+      bp.set(b, shared(simplify(jvp_program(p.get_program(b, name()), d.with, true))));
+    return result_tangents(emit(*this, d.args, bp), outs);
   }
 
   MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
                   const Params& p) const override {
-    std::vector<bool> wrt, has;
-    Values args = primals;
-    for (size_t i = 1; i < primals.size(); ++i)
-      wrt.push_back(carries_derivative(primals[i].type()));
-    for (const MaybeValue& c : cts) {
-      has.push_back(c.has_value());
-      if (c) args.push_back(*c);
-    }
-    bool any = false;
-    for (bool w : wrt) any = any || w;
+    BodyDerivativeArgs d = body_vjp_args(primals, cts, 1);
     MaybeValues result(primals.size());
-    if (!any) return result;
+    if (std::find(d.wrt.begin(), d.wrt.end(), true) == d.wrt.end()) return result;
     // The chosen branch's pullback, recomputing its forward pass inside.
     Params bp;
     for (const char* b : kBranches)
-      bp.set(b, shared(simplify(vjp_program(p.get_program(b, name()), wrt, has, true))));
-    Values r = emit(*this, args, bp);
+      bp.set(b, shared(simplify(vjp_program(p.get_program(b, name()), d.wrt, d.with, true))));
+    Values r = emit(*this, d.args, bp);
     size_t k = 0;
-    for (size_t i = 0; i < wrt.size(); ++i)
-      if (wrt[i]) result[i + 1] = r[k++];
+    for (size_t i = 0; i < d.wrt.size(); ++i)
+      if (d.wrt[i]) result[i + 1] = r[k++];
     return result;
   }
 

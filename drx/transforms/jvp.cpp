@@ -10,7 +10,8 @@ Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tang
   std::vector<MaybeValue> tan(p.var_types.size());
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     env[static_cast<size_t>(p.inputs[i])] = primals[i];
-    if (carries_derivative(p.type_of(p.inputs[i]))) tan[static_cast<size_t>(p.inputs[i])] = tangents[i];
+    if (carries_derivative(p.type_of(p.inputs[i])))
+      tan[static_cast<size_t>(p.inputs[i])] = tangents[i];
   }
   Values ins;
   MaybeValues tins;
@@ -64,6 +65,22 @@ Program jvp_program(const Program& p, const std::vector<bool>& has_tangent, bool
 
 Program jvp_program(const Program& p) {
   return jvp_program(p, std::vector<bool>(p.inputs.size(), true), false);
+}
+
+BodyDerivativeArgs body_jvp_args(const Values& primals, const MaybeValues& tangents, size_t first) {
+  BodyDerivativeArgs r{{}, {}, primals};
+  for (size_t i = first; i < tangents.size(); ++i) {
+    r.with.push_back(tangents[i].has_value() && carries_derivative(primals[i].type()));
+    if (r.with.back()) r.args.push_back(*tangents[i]);
+  }
+  return r;
+}
+
+MaybeValues result_tangents(const Values& tangents, const Values& outs) {
+  MaybeValues r(tangents.begin(), tangents.end());
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (!carries_derivative(outs[i].type())) r[i] = std::nullopt;
+  return r;
 }
 
 }  // namespace drx

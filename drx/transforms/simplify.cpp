@@ -107,7 +107,8 @@ class Simplifier {
       if (n == "transpose") {
         const std::vector<int64_t>& perm = e.params.get_ints("perm", n);
         bool identity = true;
-        for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+        for (size_t i = 0; i < perm.size(); ++i)
+          identity = identity && perm[i] == static_cast<int64_t>(i);
         if (identity) return e.ins[0];
       }
     }

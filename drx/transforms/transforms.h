@@ -48,4 +48,19 @@ Value broadcast_batch(const Value& v, int64_t batch_size);
 // A tangent or cotangent may flow only through floating-point values.
 inline bool carries_derivative(const Type& t) { return is_floating(t.dtype); }
 
+// For the rules of primitives whose operands from `first` on feed sub-programs
+// (map_fn, cond): the operands of a body's jvp or vjp program.
+struct BodyDerivativeArgs {
+  std::vector<bool> with;  // jvp: operand has a tangent; vjp: result has a cotangent
+  std::vector<bool> wrt;   // vjp: operand carries a derivative
+  Values args;             // every primal, then the non-zero tangents or cotangents
+};
+BodyDerivativeArgs body_jvp_args(const Values& primals, const MaybeValues& tangents,
+                                 size_t first = 0);
+BodyDerivativeArgs body_vjp_args(const Values& primals, const MaybeValues& cotangents,
+                                 size_t first = 0);
+// The tangents a body's jvp program returned, without those of results that
+// carry no derivative.
+MaybeValues result_tangents(const Values& tangents, const Values& outs);
+
 }  // namespace drx

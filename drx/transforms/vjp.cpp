@@ -58,7 +58,8 @@ MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues&
                   std::to_string(in_cts.size()) + " cotangents for " +
                   std::to_string(e.ins.size()) + " inputs");
     for (size_t i = 0; i < e.ins.size(); ++i)
-      if (active[static_cast<size_t>(e.ins[i])]) accumulate(ct[static_cast<size_t>(e.ins[i])], in_cts[i]);
+      if (active[static_cast<size_t>(e.ins[i])])
+        accumulate(ct[static_cast<size_t>(e.ins[i])], in_cts[i]);
   }
   MaybeValues result;
   for (size_t i = 0; i < p.inputs.size(); ++i)
@@ -89,6 +90,18 @@ Program vjp_program(const Program& p, const std::vector<bool>& wrt,
 Program vjp_program(const Program& p) {
   return vjp_program(p, std::vector<bool>(p.inputs.size(), true),
                      std::vector<bool>(p.outputs.size(), true), false);
+}
+
+BodyDerivativeArgs body_vjp_args(const Values& primals, const MaybeValues& cotangents,
+                                 size_t first) {
+  BodyDerivativeArgs r{{}, {}, primals};
+  for (size_t i = first; i < primals.size(); ++i)
+    r.wrt.push_back(carries_derivative(primals[i].type()));
+  for (const MaybeValue& c : cotangents) {
+    r.with.push_back(c.has_value());
+    if (c) r.args.push_back(*c);
+  }
+  return r;
 }
 
 }  // namespace drx

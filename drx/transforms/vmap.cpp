@@ -35,8 +35,7 @@ std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins
       if (!e.prim->placement_aware())
         for (const Batched& b : args)
           if (b.batched && !b.value.type().placement.empty())
-            throw Error("vmap: " + e.prim->name() + " on the placed value " +
-                        b.value.type().str() +
+            throw Error("vmap: " + e.prim->name() + " on the placed value " + b.value.type().str() +
                         " is not supported under vmap yet; do per-client work inside map_fn");
       outs = e.prim->vmap(args, batch_size, e.params);
       if (outs.size() != e.outs.size())

@@ -125,6 +125,25 @@ std::string run_title(const Options& o) {
   return os.str();
 }
 
+// The leading steps in which every client has an example.
+int64_t full_steps(const Array& mask) {
+  const Shape& s = mask.shape();  // [cohort, steps, batch]
+  const float* m = mask.data<float>();
+  for (int64_t step = 0; step < s[1]; ++step)
+    for (int64_t k = 0; k < s[0]; ++k) {
+      const float* row = m + (k * s[1] + step) * s[2];
+      if (std::all_of(row, row + s[2], [](float v) { return v == 0.0f; })) return step;
+    }
+  return s[1];
+}
+
+// n rounded down to three significant bits.
+int64_t bucket_down(int64_t n) {
+  if (n <= 8) return n;
+  const int64_t unit = int64_t{1} << (std::bit_width(static_cast<uint64_t>(n)) - 3);
+  return n / unit * unit;
+}
+
 }  // namespace
 
 int64_t bucket_steps(int64_t need, int64_t most) {
@@ -199,7 +218,7 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
   }
 
   using RoundJit = decltype(jit(std::declval<optim::RoundFn>()));
-  std::map<int64_t, RoundJit> round_fns;  // by local steps
+  std::map<std::pair<int64_t, int64_t>, RoundJit> round_fns;  // by steps and full steps
   const int64_t shards = std::max<int64_t>({1, o.devices, num_threads()});
   const int64_t eval_batch = std::max<int64_t>(1, (test.size() + shards - 1) / shards);
   const data::CohortBatches eval_grid = data::eval_batches(test.size(), shards, eval_batch);
@@ -246,7 +265,9 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
           bucket_steps(data::steps_for_epochs(partition, cohort, o.epochs, o.batch), most_steps);
     }
     const data::CohortBatches b = data::cohort_batches(partition, cohort, bo);
-    auto fn = round_fns.find(bo.steps);
+    // Steps every client has an example in skip no check; bucketed, so few programs compile.
+    const std::pair<int64_t, int64_t> key(bo.steps, bucket_down(full_steps(b.mask)));
+    auto fn = round_fns.find(key);
     if (fn == round_fns.end()) {
       optim::RoundSpec spec;
       spec.client = {o.client_lr, o.client_momentum};
@@ -254,7 +275,8 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
       spec.cohort = o.cohort;
       spec.steps = bo.steps;
       spec.batch = o.batch;
-      fn = round_fns.emplace(bo.steps, jit(optim::fedavg_round(spec))).first;
+      spec.full_steps = key.second;
+      fn = round_fns.emplace(key, jit(optim::fedavg_round(spec))).first;
     }
     Tree result = fn->second(params, state, train.images, train.labels, b.idx, b.mask, b.sizes);
     params = result["params"];
