@@ -265,8 +265,10 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
           bucket_steps(data::steps_for_epochs(partition, cohort, o.epochs, o.batch), most_steps);
     }
     const data::CohortBatches b = data::cohort_batches(partition, cohort, bo);
-    // Steps every client has an example in skip no check; bucketed, so few programs compile.
-    const std::pair<int64_t, int64_t> key(bo.steps, bucket_down(full_steps(b.mask)));
+    // Steps every client has an example in skip no check. Worth a program of its own only when
+    // they are most of the steps (else the skipped steps dominate); bucketed, so few compile.
+    const int64_t full = full_steps(b.mask);
+    const std::pair<int64_t, int64_t> key(bo.steps, 2 * full >= bo.steps ? bucket_down(full) : 0);
     auto fn = round_fns.find(key);
     if (fn == round_fns.end()) {
       optim::RoundSpec spec;
