@@ -73,15 +73,6 @@ std::vector<Array> inputs_for(const Program& p, uint64_t seed) {
   return ::testing::AssertionSuccess();
 }
 
-void collect_primitives(const Program& p, std::set<std::string>& names) {
-  for (const Eqn& e : p.eqns) {
-    names.insert(e.prim->name());
-    for (const auto& [key, value] : e.params.items())
-      if (auto* sub = std::get_if<std::shared_ptr<const Program>>(&value))
-        collect_primitives(**sub, names);
-  }
-}
-
 using Fn = std::function<std::vector<Value>(const std::vector<Value>&)>;
 
 Program traced(const Fn& f, const std::vector<Type>& types, const std::string& name) {

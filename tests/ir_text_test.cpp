@@ -171,15 +171,6 @@ std::vector<Array> inputs_for(const Program& p, uint64_t seed) {
   return args;
 }
 
-void collect_primitives(const Program& p, std::set<std::string>& names) {
-  for (const Eqn& e : p.eqns) {
-    names.insert(e.prim->name());
-    for (const auto& [key, value] : e.params.items())
-      if (auto* sub = std::get_if<std::shared_ptr<const Program>>(&value))
-        collect_primitives(**sub, names);
-  }
-}
-
 // Checks that parsing `text` throws a ParseError whose message contains every
 // one of `parts`.
 ::testing::AssertionResult ParseFails(const std::string& text,

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "drx/drx.h"
@@ -59,6 +61,16 @@ inline std::vector<double> to_doubles(const Array& a) {
   std::vector<double> v;
   for (int64_t i = 0; i < a.size(); ++i) v.push_back(a.element_as_double(i));
   return v;
+}
+
+// Adds the names of the primitives p uses, sub-programs included.
+inline void collect_primitives(const Program& p, std::set<std::string>& names) {
+  for (const Eqn& e : p.eqns) {
+    names.insert(e.prim->name());
+    for (const auto& [key, value] : e.params.items())
+      if (auto* sub = std::get_if<std::shared_ptr<const Program>>(&value))
+        collect_primitives(**sub, names);
+  }
 }
 
 }  // namespace drx::testing
