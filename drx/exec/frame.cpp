@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "drx/exec/plan.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx::exec {
 

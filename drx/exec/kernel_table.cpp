@@ -1,7 +1,7 @@
 // Kernel selection by primitive name, looked up once per equation at compile
 // time. Primitives absent from the table run on Primitive::eval.
 #include "drx/exec/kernels.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx::exec {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "drx/exec/plan.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx::exec {
 

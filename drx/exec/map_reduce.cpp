@@ -9,7 +9,7 @@
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
 #include "drx/exec/tree_stack.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx::exec {
 namespace {

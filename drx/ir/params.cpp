@@ -1,8 +1,49 @@
 #include "drx/ir/params.h"
 
+#include <cstring>
+#include <map>
+
 #include "drx/ir/program.h"
 
 namespace drx {
+
+namespace {
+// Maps each variable of one program to its number of first appearance, so
+// that two programs traced alike compare equal whatever their raw numbering.
+class Renaming {
+ public:
+  bool same(int a, int b) {
+    auto [ia, added_a] = a_.emplace(a, static_cast<int>(a_.size()));
+    auto [ib, added_b] = b_.emplace(b, static_cast<int>(b_.size()));
+    return ia->second == ib->second && added_a == added_b;
+  }
+
+ private:
+  std::map<int, int> a_, b_;
+};
+
+bool same_vars(const Program& p, const std::vector<int>& a, const Program& q,
+               const std::vector<int>& b, Renaming& r) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!r.same(a[i], b[i]) || !(p.type_of(a[i]) == q.type_of(b[i]))) return false;
+  return true;
+}
+}  // namespace
+
+bool same_structure(const Program& p, const Program& q) {
+  if (p.name != q.name || p.placements != q.placements || p.eqns.size() != q.eqns.size())
+    return false;
+  Renaming r;
+  if (!same_vars(p, p.inputs, q, q.inputs, r)) return false;
+  for (size_t k = 0; k < p.eqns.size(); ++k) {
+    const Eqn &e = p.eqns[k], &f = q.eqns[k];
+    if (e.prim != f.prim || !same_vars(p, e.ins, q, f.ins, r) ||
+        !same_vars(p, e.outs, q, f.outs, r) || !(e.params == f.params))
+      return false;
+  }
+  return same_vars(p, p.outputs, q, q.outputs, r);
+}
 
 bool attr_equal(const Attr& a, const Attr& b) {
   if (a.index() != b.index()) return false;
@@ -10,8 +51,7 @@ bool attr_equal(const Attr& a, const Attr& b) {
   if (auto* p = std::get_if<std::shared_ptr<const Program>>(&a))
   {
     const auto& q = std::get<std::shared_ptr<const Program>>(b);
-    // Structural: two bodies that print the same compute the same.
-    return *p == q || (*p && q && to_string(**p) == to_string(*q));
+    return *p == q || (*p && q && same_structure(**p, *q));
   }
   if (auto* d = std::get_if<double>(&a)) {
     double e = std::get<double>(b);

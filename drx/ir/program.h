@@ -1,6 +1,5 @@
 #pragma once
 #include <deque>
-#include <iosfwd>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,14 +41,8 @@ class Program {
   std::vector<Type> output_types() const;
 };
 
-// Readable text; parse_program(print(p)) prints identically.
-std::string to_string(const Program& p);
-std::ostream& operator<<(std::ostream& os, const Program& p);
-// Parses the text of one program (with the sub-programs it references).
-// Throws drx::ParseError naming the line and what was expected.
-Program parse_program(const std::string& text);
-// Checks SSA form and re-infers every equation's types; throws drx::TypeError
-// naming the offending equation.
-void verify(const Program& p);
+// True when p and q have the same equations on the same types, up to the
+// numbering of their variables (what makes two sub-program parameters equal).
+bool same_structure(const Program& p, const Program& q);
 
 }  // namespace drx

@@ -1,7 +1,7 @@
 #include "drx/mapreduce/mapreduce.h"
 
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "drx/trace/trace_tree.h"
 
 namespace drx {

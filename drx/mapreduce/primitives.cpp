@@ -2,10 +2,11 @@
 // family: the derivative of a MapReduce program is a MapReduce program.
 #include <cstring>
 
+#include "drx/core/interpret.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/ops/families.h"
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
 

@@ -7,7 +7,7 @@
 
 #include "drx/array/array.h"
 #include "drx/trace/tree.h"
-#include "drx/trace/value.h"
+#include "drx/core/value.h"
 
 namespace drx::nn {
 

@@ -1,7 +1,7 @@
 // Primitives with no inputs: literal constants and iota.
 #include "drx/ops/families.h"
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

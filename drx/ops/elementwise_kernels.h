@@ -11,7 +11,7 @@
 
 #include "drx/array/array.h"
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "drx/ops/scalar_functions.h"
 
 namespace drx::elementwise {

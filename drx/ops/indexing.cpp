@@ -9,7 +9,7 @@
 
 #include "drx/ops/families.h"
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

@@ -2,7 +2,7 @@
 // how program arguments enter a placement and how numbers meet placed values.
 #include "drx/ops/families.h"
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

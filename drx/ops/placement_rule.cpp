@@ -1,4 +1,4 @@
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "drx/trace/function.h"
-#include "drx/trace/trace.h"
+#include "drx/core/trace.h"
 
 namespace drx {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "drx/array/array.h"
-#include "drx/trace/value.h"
+#include "drx/core/value.h"
 
 namespace drx {
 

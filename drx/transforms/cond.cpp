@@ -1,14 +1,15 @@
 // The cond primitive: one class with all its rules, each a transformation of
 // the two branch programs (jvp, vjp and vmap of a cond are conds of the
 // branches' jvp, vjp and vmap programs).
+#include "drx/core/interpret.h"
 #include "drx/transforms/cond.h"
 
 #include <algorithm>
 #include <memory>
 
 #include "drx/ops/ops.h"
-#include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/core/primitive.h"
+#include "drx/core/trace.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"

@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "drx/trace/tree.h"
-#include "drx/trace/value.h"
+#include "drx/core/value.h"
 
 namespace drx {
 

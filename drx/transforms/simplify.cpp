@@ -3,7 +3,7 @@
 #include <map>
 #include <optional>
 
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "drx/ir/program.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 

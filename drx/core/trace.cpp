@@ -1,8 +1,8 @@
-#include "drx/trace/trace.h"
+#include "drx/core/trace.h"
 
 #include <unordered_map>
 
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 

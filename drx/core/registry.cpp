@@ -1,7 +1,7 @@
 #include <algorithm>
 
 #include "drx/ops/families.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 

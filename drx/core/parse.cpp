@@ -23,9 +23,9 @@
 #include <limits>
 #include <map>
 
-#include "drx/ir/program.h"
-#include "drx/ir/text_syntax.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/program_text.h"
+#include "drx/core/text_syntax.h"
+#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "drx/ir/program.h"
-#include "drx/trace/value.h"
+#include "drx/core/value.h"
 
 namespace drx {
 

@@ -6,7 +6,7 @@
 
 #include "drx/array/array.h"
 #include "drx/ir/program.h"
-#include "drx/trace/value.h"
+#include "drx/core/value.h"
 
 namespace drx {
 
@@ -85,8 +85,5 @@ class Registry {
 // Appends an equation to the current trace and returns its outputs.
 Values emit(const Primitive& prim, const Values& ins, Params params = {});
 Value emit1(const Primitive& prim, const Values& ins, Params params = {});
-
-// Runs a program op by op on the reference kernels (the test oracle).
-std::vector<Array> interpret(const Program& program, const std::vector<Array>& args);
 
 }  // namespace drx

@@ -1,5 +1,5 @@
 #pragma once
-// Private to drx/ir: the lexical rules shared by the printer, the parser and
+// Private to drx/core: the lexical rules shared by the printer, the parser and
 // verify, kept in one place so that whatever is printed lexes back the same way.
 #include <cmath>
 #include <cstdio>
