@@ -7,6 +7,7 @@
 #include "drx/array/array.h"
 #include "drx/ir/program.h"
 #include "drx/core/value.h"
+#include "drx/core/registry.h"
 
 namespace drx {
 
@@ -63,23 +64,6 @@ class Primitive {
 
  private:
   std::string name_;
-};
-
-// The primitive called `name`; throws drx::Error for an unknown name.
-const Primitive& primitive(const std::string& name);
-// nullptr for an unknown name.
-const Primitive* find_primitive(const std::string& name);
-std::vector<std::string> primitive_names();
-
-// Registration: each family of primitives adds its members once.
-class Registry {
- public:
-  void add(std::unique_ptr<Primitive> p);
-  const Primitive* find(const std::string& name) const;
-  std::vector<std::string> names() const;
-
- private:
-  std::vector<std::unique_ptr<Primitive>> prims_;
 };
 
 // Appends an equation to the current trace and returns its outputs.

@@ -4,7 +4,6 @@
 
 #include "drx/core/interpret.h"
 #include "drx/mapreduce/mapreduce.h"
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 #include "drx/transforms/simplify.h"
@@ -282,12 +281,12 @@ class MapFnPrim : public Primitive {
 
 }  // namespace
 
-void register_mapreduce(Registry& r) {
-  r.add(std::make_unique<BroadcastPrim>());
-  r.add(std::make_unique<PlacementReducePrim>("reduce_sum", Combine::sum));
-  r.add(std::make_unique<PlacementReducePrim>("reduce_max", Combine::max));
-  r.add(std::make_unique<PlacementReducePrim>("reduce_min", Combine::min));
-  r.add(std::make_unique<MapFnPrim>());
+DRX_PRIMITIVE_FAMILY(mapreduce) {
+  registry.add(std::make_unique<BroadcastPrim>());
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_sum", Combine::sum));
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_max", Combine::max));
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_min", Combine::min));
+  registry.add(std::make_unique<MapFnPrim>());
 }
 
 }  // namespace drx

@@ -1,5 +1,4 @@
 // Primitives with no inputs: literal constants and iota.
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -69,9 +68,9 @@ class IotaPrim : public Primitive {
 
 }  // namespace
 
-void register_constants(Registry& r) {
-  r.add(std::make_unique<ConstantPrim>());
-  r.add(std::make_unique<IotaPrim>());
+DRX_PRIMITIVE_FAMILY(constants) {
+  registry.add(std::make_unique<ConstantPrim>());
+  registry.add(std::make_unique<IotaPrim>());
 }
 
 Value constant(const Array& value) {

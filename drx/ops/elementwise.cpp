@@ -6,7 +6,6 @@
 #include <cmath>
 
 #include "drx/ops/elementwise_kernels.h"
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 
 namespace drx {
@@ -122,41 +121,35 @@ class UnaryPrim : public Primitive {
 
 }  // namespace
 
-void register_unary(Registry& r) {
+DRX_PRIMITIVE_FAMILY(elementwise_unary) {
   using D = Domain;
-  r.add(std::make_unique<UnaryPrim<Neg, D::numeric>>(
+  registry.add(std::make_unique<UnaryPrim<Neg, D::numeric>>(
       "neg", [](const Value&, const Value&, const Value& t) { return -t; }));
-  r.add(std::make_unique<UnaryPrim<Exp, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Exp, D::floating>>(
       "exp", [](const Value&, const Value& y, const Value& t) { return t * y; }));
-  r.add(std::make_unique<UnaryPrim<Log, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Log, D::floating>>(
       "log", [](const Value& x, const Value&, const Value& t) { return t / x; }));
-  r.add(std::make_unique<UnaryPrim<Log1p, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Log1p, D::floating>>(
       "log1p", [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); }));
-  r.add(std::make_unique<UnaryPrim<Tanh, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Tanh, D::floating>>(
       "tanh", [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); }));
-  r.add(std::make_unique<UnaryPrim<Logistic, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Logistic, D::floating>>(
       "logistic",
       [](const Value&, const Value& y, const Value& t) { return t * (y * (1.0 - y)); }));
-  r.add(std::make_unique<UnaryPrim<Sqrt, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Sqrt, D::floating>>(
       "sqrt", [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); }));
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y / x
-  r.add(std::make_unique<UnaryPrim<Rsqrt, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Rsqrt, D::floating>>(
       "rsqrt", [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); }));
-  r.add(std::make_unique<UnaryPrim<Abs, D::numeric>>(
+  registry.add(std::make_unique<UnaryPrim<Abs, D::numeric>>(
       "abs", [](const Value& x, const Value&, const Value& t) { return t * sign(x); }));
-  r.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", nullptr));
-  r.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", nullptr));
+  registry.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
       "sin", [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
-  r.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
+  registry.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
       "cos", [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
 }
 
 }  // namespace elementwise
-
-void register_elementwise(Registry& r) {
-  elementwise::register_unary(r);
-  elementwise::register_binary(r);
-  elementwise::register_other(r);
-}
 
 }  // namespace drx

@@ -105,23 +105,23 @@ Value pow_partial(int i, const Value& a, const Value& b, const Value& y, const V
 
 }  // namespace
 
-void register_binary(Registry& r) {
-  r.add(std::make_unique<BinaryPrim<Add>>(
+DRX_PRIMITIVE_FAMILY(elementwise_binary) {
+  registry.add(std::make_unique<BinaryPrim<Add>>(
       "add", [](int, const Value&, const Value&, const Value&, const Value& t) { return t; }));
-  r.add(std::make_unique<BinaryPrim<Sub>>("sub", [](int i, const Value&, const Value&, const Value&,
+  registry.add(std::make_unique<BinaryPrim<Sub>>("sub", [](int i, const Value&, const Value&, const Value&,
                                                     const Value& t) { return i == 0 ? t : -t; }));
-  r.add(std::make_unique<BinaryPrim<Mul>>(
+  registry.add(std::make_unique<BinaryPrim<Mul>>(
       "mul", [](int i, const Value& a, const Value& b, const Value&, const Value& t) {
         return t * (i == 0 ? b : a);
       }));
   // d(a/b) = ta / b - tb a / b^2 = (ta - tb y) / b
-  r.add(std::make_unique<BinaryPrim<Div>>(
+  registry.add(std::make_unique<BinaryPrim<Div>>(
       "div", [](int i, const Value&, const Value& b, const Value& y, const Value& t) {
         return i == 0 ? t / b : -(t * y) / b;
       }));
-  r.add(std::make_unique<BinaryPrim<Pow>>("pow", pow_partial));
-  r.add(std::make_unique<BinaryPrim<Max>>("maximum", max_partial));
-  r.add(std::make_unique<BinaryPrim<Min>>("minimum", min_partial));
+  registry.add(std::make_unique<BinaryPrim<Pow>>("pow", pow_partial));
+  registry.add(std::make_unique<BinaryPrim<Max>>("maximum", max_partial));
+  registry.add(std::make_unique<BinaryPrim<Min>>("minimum", min_partial));
 }
 
 }  // namespace drx::elementwise

@@ -101,8 +101,5 @@ bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& 
 // reference to x's shape inside the trace, which the constant fill() emits
 // first can reallocate away.
 
-void register_unary(Registry& r);
-void register_binary(Registry& r);
-void register_other(Registry& r);  // comparisons, select, convert, stop_gradient
 
 }  // namespace drx::elementwise

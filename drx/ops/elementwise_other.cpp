@@ -169,17 +169,17 @@ class StopGradientPrim : public Primitive {
 
 }  // namespace
 
-void register_other(Registry& r) {
+DRX_PRIMITIVE_FAMILY(elementwise_other) {
   using D = Domain;
-  r.add(std::make_unique<ComparePrim<Less, D::numeric>>("less"));
-  r.add(std::make_unique<ComparePrim<LessEqual, D::numeric>>("less_equal"));
-  r.add(std::make_unique<ComparePrim<Greater, D::numeric>>("greater"));
-  r.add(std::make_unique<ComparePrim<GreaterEqual, D::numeric>>("greater_equal"));
-  r.add(std::make_unique<ComparePrim<Equal, D::any>>("equal"));
-  r.add(std::make_unique<ComparePrim<NotEqual, D::any>>("not_equal"));
-  r.add(std::make_unique<SelectPrim>());
-  r.add(std::make_unique<ConvertPrim>());
-  r.add(std::make_unique<StopGradientPrim>());
+  registry.add(std::make_unique<ComparePrim<Less, D::numeric>>("less"));
+  registry.add(std::make_unique<ComparePrim<LessEqual, D::numeric>>("less_equal"));
+  registry.add(std::make_unique<ComparePrim<Greater, D::numeric>>("greater"));
+  registry.add(std::make_unique<ComparePrim<GreaterEqual, D::numeric>>("greater_equal"));
+  registry.add(std::make_unique<ComparePrim<Equal, D::any>>("equal"));
+  registry.add(std::make_unique<ComparePrim<NotEqual, D::any>>("not_equal"));
+  registry.add(std::make_unique<SelectPrim>());
+  registry.add(std::make_unique<ConvertPrim>());
+  registry.add(std::make_unique<StopGradientPrim>());
 }
 
 }  // namespace drx::elementwise

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -143,7 +142,9 @@ class TakePrim : public Primitive {
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
     std::vector<int64_t> idx = read_indices(name(), ins[1], n, axis);
     Array out(x.dtype(), gathered_shape(x.shape(), ins[1].shape(), axis));
-    auto [outer, inner] = outer_inner(x.shape(), axis);
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const std::pair<int64_t, int64_t> oi = outer_inner(x.shape(), axis);
+    const int64_t outer = oi.first, inner = oi.second;
     const auto m = static_cast<int64_t>(idx.size());
     dispatch_dtype(x.dtype(), [&](auto t) {
       using T = decltype(t);
@@ -206,7 +207,9 @@ class ScatterAddPrim : public Primitive {
     const int64_t n = x.shape()[static_cast<size_t>(axis)];
     std::vector<int64_t> idx = read_indices(name(), ins[1], n, axis);
     Array out(x.dtype(), x.shape());
-    auto [outer, inner] = outer_inner(x.shape(), axis);
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const std::pair<int64_t, int64_t> oi = outer_inner(x.shape(), axis);
+    const int64_t outer = oi.first, inner = oi.second;
     const auto m = static_cast<int64_t>(idx.size());
     dispatch_dtype(x.dtype(), [&](auto t) {
       using T = decltype(t);
@@ -251,9 +254,9 @@ class ScatterAddPrim : public Primitive {
 
 }  // namespace
 
-void register_indexing(Registry& r) {
-  r.add(std::make_unique<TakePrim>());
-  r.add(std::make_unique<ScatterAddPrim>());
+DRX_PRIMITIVE_FAMILY(indexing) {
+  registry.add(std::make_unique<TakePrim>());
+  registry.add(std::make_unique<ScatterAddPrim>());
 }
 
 Value take(const Value& x, const Value& indices, int64_t axis) {

@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -271,7 +270,7 @@ Dims normalize_dims(Dims dims, int64_t ndim) {
 
 }  // namespace
 
-void register_linalg(Registry& r) { r.add(std::make_unique<DotGeneralPrim>()); }
+DRX_PRIMITIVE_FAMILY(linalg) { registry.add(std::make_unique<DotGeneralPrim>()); }
 
 // Negative dims count from the end; the primitive checks everything else.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {

@@ -1,6 +1,5 @@
 // `place`: retypes a value as placed at a placement (or unplaced again). It is
 // how program arguments enter a placement and how numbers meet placed values.
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -53,7 +52,7 @@ class PlacePrim : public Primitive {
 
 }  // namespace
 
-void register_placement_cast(Registry& r) { r.add(std::make_unique<PlacePrim>()); }
+DRX_PRIMITIVE_FAMILY(placement_cast) { registry.add(std::make_unique<PlacePrim>()); }
 
 Value place(const Value& x, const std::string& placement) {
   static const Primitive& p = primitive("place");

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <limits>
 
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -224,10 +223,10 @@ Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, b
 
 }  // namespace
 
-void register_reductions(Registry& r) {
-  r.add(std::make_unique<ReducePrim>("sum", Kind::sum));
-  r.add(std::make_unique<ReducePrim>("max", Kind::max));
-  r.add(std::make_unique<ReducePrim>("min", Kind::min));
+DRX_PRIMITIVE_FAMILY(reductions) {
+  registry.add(std::make_unique<ReducePrim>("sum", Kind::sum));
+  registry.add(std::make_unique<ReducePrim>("max", Kind::max));
+  registry.add(std::make_unique<ReducePrim>("min", Kind::min));
 }
 
 // An empty `axes` list reduces every axis (as the header promises), so

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "drx/ops/families.h"
 #include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
 
@@ -411,12 +410,12 @@ class SlicePrim : public Primitive {
 
 }  // namespace
 
-void register_shape_ops(Registry& r) {
-  r.add(std::make_unique<ReshapePrim>());
-  r.add(std::make_unique<TransposePrim>());
-  r.add(std::make_unique<BroadcastInDimPrim>());
-  r.add(std::make_unique<ConcatenatePrim>());
-  r.add(std::make_unique<SlicePrim>());
+DRX_PRIMITIVE_FAMILY(shape_ops) {
+  registry.add(std::make_unique<ReshapePrim>());
+  registry.add(std::make_unique<TransposePrim>());
+  registry.add(std::make_unique<BroadcastInDimPrim>());
+  registry.add(std::make_unique<ConcatenatePrim>());
+  registry.add(std::make_unique<SlicePrim>());
 }
 
 // ---- public ops -------------------------------------------------------------

@@ -135,7 +135,7 @@ Program with_extra_inputs(Program p, const std::vector<Type>& types) {
 
 }  // namespace
 
-void register_control_flow(Registry& r) { r.add(std::make_unique<CondPrim>()); }
+DRX_PRIMITIVE_FAMILY(control_flow) { registry.add(std::make_unique<CondPrim>()); }
 
 Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
           const Tree& operands) {

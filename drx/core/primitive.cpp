@@ -1,0 +1,15 @@
+#include "drx/core/primitive.h"
+
+namespace drx {
+
+MaybeValues Primitive::jvp(const Values&, const MaybeValues&, const Values&, const Params&) const {
+  throw Error(name_ + ": forward-mode differentiation (jvp) is not defined for this primitive");
+}
+MaybeValues Primitive::vjp(const Values&, const Values&, const MaybeValues&, const Params&) const {
+  throw Error(name_ + ": reverse-mode differentiation (vjp) is not defined for this primitive");
+}
+std::vector<Batched> Primitive::vmap(const std::vector<Batched>&, int64_t, const Params&) const {
+  throw Error(name_ + ": batching (vmap) is not defined for this primitive");
+}
+
+}  // namespace drx
