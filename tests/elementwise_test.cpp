@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "drx/drx.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "tests/test_util.h"
 
 namespace {

@@ -10,8 +10,8 @@
 
 #include "drx/exec/executable.h"
 #include "drx/exec/thread_pool.h"
-#include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/core/primitive.h"
+#include "drx/core/trace.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {

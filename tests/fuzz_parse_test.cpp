@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {

@@ -7,8 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/core/primitive.h"
+#include "drx/core/trace.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "drx/drx.h"
-#include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/core/primitive.h"
+#include "drx/core/trace.h"
 #include "test_util.h"
 
 namespace {

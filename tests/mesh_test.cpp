@@ -7,7 +7,7 @@
 
 #include "drx/exec/executable.h"
 #include "drx/exec/tree_stack.h"
-#include "drx/ops/primitive.h"
+#include "drx/core/primitive.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -249,9 +249,9 @@ TEST(MeshTreeStack, AnyCutIntoShardsGivesTheCanonicalTree) {
       std::vector<int64_t> cuts = {0, n};
       for (int k = 0; k < 4; ++k) cuts.push_back(static_cast<int64_t>(rng() % (n + 1)));
       std::sort(cuts.begin(), cuts.end());
-      exec::TreeStack<float, exec::ReduceKind::sum> all(2);
+      exec::TreeStack<float, ReduceKind::sum> all(2);
       for (size_t s = 0; s + 1 < cuts.size(); ++s) {
-        exec::TreeStack<float, exec::ReduceKind::sum> shard(2);
+        exec::TreeStack<float, ReduceKind::sum> shard(2);
         for (int64_t c = cuts[s]; c < cuts[s + 1]; ++c) shard.push_row(c, xs.data<float>() + 2 * c);
         all.push_blocks(shard);
       }

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "drx/drx.h"
-#include "drx/ops/primitive.h"
-#include "drx/trace/trace.h"
+#include "drx/core/primitive.h"
+#include "drx/core/trace.h"
 #include "test_util.h"
 
 namespace {

@@ -64,6 +64,14 @@ std::vector<int64_t> strides_of(const Shape& s) {
   return st;
 }
 
+std::vector<int64_t> broadcast_strides(const Shape& in, size_t out_rank,
+                                       const std::vector<int64_t>& dims) {
+  std::vector<int64_t> in_st = strides_of(in), st(out_rank, 0);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (in[i] != 1) st[static_cast<size_t>(dims[i])] = in_st[i];
+  return st;
+}
+
 int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view op) {
   int64_t a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim)

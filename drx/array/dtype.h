@@ -27,6 +27,11 @@ int64_t num_elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2,3]"
 // Row-major strides in elements.
 std::vector<int64_t> strides_of(const Shape& s);
+// The strides (in elements) at which broadcast_in_dim reads an operand of
+// shape `in` for each of the result's `out_rank` dims: operand dim i lands at
+// result dim dims[i]; new and stretched size-1 dims step 0.
+std::vector<int64_t> broadcast_strides(const Shape& in, size_t out_rank,
+                                       const std::vector<int64_t>& dims);
 // Normalises a possibly negative axis for rank `ndim`; throws naming `op` if out of range.
 int64_t normalize_axis(int64_t axis, int64_t ndim, std::string_view op);
 

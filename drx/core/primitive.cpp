@@ -12,4 +12,12 @@ std::vector<Batched> Primitive::vmap(const std::vector<Batched>&, int64_t, const
   throw Error(name_ + ": batching (vmap) is not defined for this primitive");
 }
 
+std::optional<size_t> Primitive::identity_operand(const std::vector<std::optional<double>>&,
+                                                  const Params&) const {
+  return std::nullopt;
+}
+void Primitive::lower(StableHloEmitter&, const Params&) const {
+  throw Error(name_ + ": no StableHLO lowering is defined for this primitive yet");
+}
+
 }  // namespace drx

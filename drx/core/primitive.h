@@ -7,9 +7,13 @@
 #include "drx/array/array.h"
 #include "drx/ir/program.h"
 #include "drx/core/value.h"
+#include "drx/core/reduction.h"
 #include "drx/core/registry.h"
+#include "drx/core/scalar_kernel.h"
 
 namespace drx {
+
+class StableHloEmitter;
 
 // A tangent or cotangent; std::nullopt is a symbolic zero (never materialised).
 using MaybeValue = std::optional<Value>;
@@ -61,6 +65,23 @@ class Primitive {
   // True for ops whose outputs do not depend on anything but inputs and params
   // (all of them but random ops); used by CSE and constant folding.
   virtual bool is_pure() const { return true; }
+
+  // ---- what backends and simplification read off a primitive ---------------
+  // These let a backend or a rewrite handle a primitive from what it states
+  // about itself, never by its name.
+
+  // Elementwise primitives: their scalar function as block loops.
+  virtual const ScalarKernel* scalar_kernel() const { return nullptr; }
+  // Reductions, over axes or over a placement: which one.
+  virtual std::optional<ReduceKind> reduction() const { return std::nullopt; }
+  // The operand this equation returns unchanged (x*1, x+0, an identity
+  // transpose...), given each operand's value where it is one repeated
+  // constant; the caller checks that the operand has the result's type.
+  virtual std::optional<size_t> identity_operand(const std::vector<std::optional<double>>& splats,
+                                                 const Params& params) const;
+  // StableHLO: emits this equation through `emitter` (drx/core/lowering.h).
+  // The default throws a drx::Error naming the primitive.
+  virtual void lower(StableHloEmitter& emitter, const Params& params) const;
 
  private:
   std::string name_;

@@ -12,7 +12,171 @@
 #include "drx/exec/plan.h"
 
 namespace drx::exec {
+namespace {
 
+size_t at(int v) { return static_cast<size_t>(v); }
+
+// Equation indices per variable, over live equations only (-1: none).
+struct Liveness {
+  std::vector<int> last;  // the last equation reading it
+  std::vector<int> def;   // the equation writing it
+  std::vector<bool> is_output;
+  std::vector<bool> is_input;
+};
+
+Liveness find_liveness(const Program& p, const std::vector<EqnChoice>& eqns, size_t n) {
+  Liveness l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false),
+             std::vector<bool>(n, false)};
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const EqnChoice& c = eqns[i];
+    if (!c.live) continue;
+    for (int v : c.reads) l.last[at(v)] = static_cast<int>(i);
+    for (int v : written_by(p.eqns[i], c)) l.def[at(v)] = static_cast<int>(i);
+  }
+  for (int v : p.outputs) l.is_output[at(v)] = true;
+  for (int v : p.inputs) l.is_input[at(v)] = true;
+  return l;
+}
+
+Storage result_storage(const EqnChoice& c, size_t k, bool is_output) {
+  if (is_output) return Storage::output;
+  if (c.fallback) return Storage::dynamic;
+  if (c.alias == Alias::view && k == 0) return Storage::view;
+  return Storage::pooled;
+}
+
+// Sets each variable's storage class; returns, per variable, the variable whose storage it
+// lives in (itself unless it is a view).
+std::vector<int> assign_storage(const Program& p, const std::vector<EqnChoice>& eqns,
+                                const Liveness& l, std::vector<VarInfo>& vars) {
+  std::vector<int> root(vars.size());
+  for (size_t v = 0; v < vars.size(); ++v) root[v] = static_cast<int>(v);
+  for (int v : p.inputs) vars[at(v)].storage = Storage::input;
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const EqnChoice& c = eqns[i];
+    if (!c.live) continue;
+    const std::vector<int>& outs = written_by(p.eqns[i], c);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const size_t o = at(outs[k]);
+      vars[o].storage = result_storage(c, k, l.is_output[o]);
+      // Operands are defined earlier, so their roots are final: views of views share one root.
+      if (vars[o].storage == Storage::view) root[o] = root[at(c.reads.at(0))];
+    }
+  }
+  return root;
+}
+
+// Per root, the equation after which its storage is no longer read.
+std::vector<int> storage_ends(const Liveness& l, const std::vector<int>& root, int num_eqns) {
+  std::vector<int> end(root.size(), -1);
+  for (size_t v = 0; v < root.size(); ++v) {
+    const int until = l.is_output[v] ? num_eqns : std::max(l.last[v], l.def[v]);
+    int& e = end[at(root[v])];
+    e = std::max(e, until);
+  }
+  return end;
+}
+
+// Gives pooled results buffers in program order, reusing those of dead storages.
+class SlotAssigner {
+ public:
+  SlotAssigner(Plan& plan, const std::vector<int>& root, const std::vector<int>& end)
+      : plan_(plan), vars_(plan.vars), root_(root), end_(end), released_(root.size(), false) {}
+
+  void assign(int i, const Eqn& e, const EqnChoice& c) {
+    const std::vector<int>& outs = written_by(e, c);
+    for (int o : outs) assign_result(i, c, o, o == outs[0]);
+    for (int v : c.reads)
+      if (end_[at(root_[at(v)])] == i) release(root_[at(v)]);
+    for (int o : outs)
+      if (end_[at(o)] == i) release(o);
+  }
+
+ private:
+  using Key = std::pair<DType, Shape>;
+
+  Key key_of(int buffer) const {
+    const VarInfo& b = vars_[at(plan_.buffer_vars[at(buffer)])];
+    return Key(b.dtype, b.shape);
+  }
+
+  void assign_result(int i, const EqnChoice& c, int o, bool first) {
+    VarInfo& out = vars_[at(o)];
+    if (out.storage == Storage::view) out.buffer = vars_[at(root_[at(o)])].buffer;
+    if (out.storage != Storage::pooled) return;
+    int buffer = -1;
+    if (c.alias == Alias::elementwise || (c.alias == Alias::first && first))
+      buffer = take_dying_operand(i, c, Key(out.dtype, out.shape));
+    out.buffer = buffer >= 0 ? buffer : free_or_new(o, Key(out.dtype, out.shape));
+  }
+
+  // The buffer of an operand whose storage dies at equation i and has type `key`, handed
+  // over to the result (not freed), or -1.
+  int take_dying_operand(int i, const EqnChoice& c, const Key& key) {
+    const size_t candidates = c.alias == Alias::first ? 1 : c.reads.size();
+    for (size_t k = 0; k < candidates && k < c.reads.size(); ++k) {
+      const int r = root_[at(c.reads[k])];
+      // Alias::first kernels read their other operands in any order.
+      if (c.alias == Alias::first && read_after_first(c, r)) continue;
+      const VarInfo& in = vars_[at(r)];
+      if (in.storage != Storage::pooled || end_[at(r)] != i || released_[at(r)] ||
+          key_of(in.buffer) != key)
+        continue;
+      released_[at(r)] = true;
+      ++plan_.stats.in_place;
+      return in.buffer;
+    }
+    return -1;
+  }
+
+  bool read_after_first(const EqnChoice& c, int r) const {
+    for (size_t j = 1; j < c.reads.size(); ++j)
+      if (root_[at(c.reads[j])] == r) return true;
+    return false;
+  }
+
+  int free_or_new(int o, const Key& key) {
+    auto it = free_buffers_.find(key);
+    if (it != free_buffers_.end() && !it->second.empty()) {
+      const int buffer = it->second.back();
+      it->second.pop_back();
+      return buffer;
+    }
+    plan_.buffer_vars.push_back(o);
+    return static_cast<int>(plan_.buffer_vars.size()) - 1;
+  }
+
+  void release(int r) {
+    const VarInfo& info = vars_[at(r)];
+    if (info.storage != Storage::pooled || released_[at(r)]) return;
+    released_[at(r)] = true;
+    free_buffers_[key_of(info.buffer)].push_back(info.buffer);
+  }
+
+  Plan& plan_;
+  std::vector<VarInfo>& vars_;
+  const std::vector<int>& root_;
+  const std::vector<int>& end_;
+  std::vector<bool> released_;  // storages whose buffer went back to the pool or to a result
+  std::map<Key, std::vector<int>> free_buffers_;
+};
+
+// Arrays held per call (arguments, fallback results, views) are dropped
+// after their last reader, so memory follows the program's liveness.
+void plan_releases(Plan& plan, std::vector<EqnChoice>& eqns, const Liveness& l) {
+  plan.transient.clear();
+  for (size_t v = 0; v < plan.vars.size(); ++v) {
+    const Storage s = plan.vars[v].storage;
+    if (s == Storage::pooled || s == Storage::constant || (l.def[v] < 0 && !l.is_input[v]))
+      continue;
+    plan.transient.push_back(static_cast<int>(v));
+    if (l.is_output[v] || s == Storage::output) continue;
+    const int last = std::max(l.last[v], l.def[v]);
+    if (last >= 0) eqns[at(last)].release.push_back(static_cast<int>(v));
+  }
+}
+
+}  // namespace
 // TEMP-DUMP-BEGIN
 }  // namespace drx::exec
 #include <cstdio>
@@ -45,131 +209,15 @@ static void temp_dump_plan(const Plan& plan, const std::vector<EqnChoice>& eqns)
 
 void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
   const Program& p = plan.program;
-  std::vector<VarInfo>& vars = plan.vars;
-  const size_t n = vars.size();
   const int num_eqns = static_cast<int>(p.eqns.size());
-
-  std::vector<int> last(n, -1), def(n, -1);
-  std::vector<bool> is_output(n, false);
-  for (int i = 0; i < num_eqns; ++i) {
-    const EqnChoice& c = eqns[static_cast<size_t>(i)];
-    if (!c.live) continue;
-    for (int v : c.reads) last[static_cast<size_t>(v)] = i;
-    for (int v : written_by(p.eqns[static_cast<size_t>(i)], c)) def[static_cast<size_t>(v)] = i;
-  }
-  for (int v : p.outputs) is_output[static_cast<size_t>(v)] = true;
-
-  // Storage classes, and the variable whose storage each one lives in.
-  std::vector<int> root(n);
-  for (size_t v = 0; v < n; ++v) root[v] = static_cast<int>(v);
-  for (int v : p.inputs) vars[static_cast<size_t>(v)].storage = Storage::input;
-  for (int i = 0; i < num_eqns; ++i) {
-    const Eqn& e = p.eqns[static_cast<size_t>(i)];
-    const EqnChoice& c = eqns[static_cast<size_t>(i)];
-    if (!c.live) continue;
-    const std::vector<int>& outs = written_by(e, c);
-    for (size_t k = 0; k < outs.size(); ++k) {
-      const size_t o = static_cast<size_t>(outs[k]);
-      Storage& s = vars[o].storage;
-      if (is_output[o]) {
-        s = Storage::output;
-      } else if (c.fallback) {
-        s = Storage::dynamic;
-      } else if (c.alias == Alias::view && k == 0) {
-        s = Storage::view;
-        root[o] = root[static_cast<size_t>(c.reads.at(0))];
-      } else {
-        s = Storage::pooled;
-      }
-    }
-  }
-
-  // The equation after which a storage is no longer read.
-  std::vector<int> end(n, -1);
-  for (size_t v = 0; v < n; ++v) {
-    int until = is_output[v] ? num_eqns : std::max(last[v], def[v]);
-    int& e = end[static_cast<size_t>(root[v])];
-    e = std::max(e, until);
-  }
-
-  using Key = std::pair<DType, Shape>;
-  std::map<Key, std::vector<int>> free_buffers;
-  std::vector<bool> released(n, false);
-  auto key_of = [&](int buffer) {
-    const VarInfo& b = vars[static_cast<size_t>(plan.buffer_vars[static_cast<size_t>(buffer)])];
-    return Key(b.dtype, b.shape);
-  };
-  auto release = [&](int r) {
-    VarInfo& info = vars[static_cast<size_t>(r)];
-    if (info.storage != Storage::pooled || released[static_cast<size_t>(r)]) return;
-    released[static_cast<size_t>(r)] = true;
-    free_buffers[key_of(info.buffer)].push_back(info.buffer);
-  };
-
-  for (int i = 0; i < num_eqns; ++i) {
-    const Eqn& e = p.eqns[static_cast<size_t>(i)];
-    const EqnChoice& c = eqns[static_cast<size_t>(i)];
-    if (!c.live) continue;
-    const std::vector<int>& outs = written_by(e, c);
-    for (int o : outs) {
-      VarInfo& out = vars[static_cast<size_t>(o)];
-      if (out.storage == Storage::view)
-        out.buffer = vars[static_cast<size_t>(root[static_cast<size_t>(o)])].buffer;
-      if (out.storage != Storage::pooled) continue;
-      int buffer = -1;
-      if (c.alias == Alias::elementwise || (c.alias == Alias::first && o == outs[0])) {
-        const size_t candidates = c.alias == Alias::first ? 1 : c.reads.size();
-        for (size_t k = 0; k < candidates && k < c.reads.size(); ++k) {
-          const int v = c.reads[k];
-          const int r = root[static_cast<size_t>(v)];
-          // Alias::first kernels read their other operands in any order.
-          bool shared = false;
-          for (size_t j = 1; c.alias == Alias::first && j < c.reads.size(); ++j)
-            shared = shared || root[static_cast<size_t>(c.reads[j])] == r;
-          if (shared) continue;
-          const VarInfo& in = vars[static_cast<size_t>(r)];
-          if (in.storage != Storage::pooled || end[static_cast<size_t>(r)] != i ||
-              released[static_cast<size_t>(r)] || key_of(in.buffer) != Key(out.dtype, out.shape))
-            continue;
-          buffer = in.buffer;
-          released[static_cast<size_t>(r)] = true;  // handed over, not freed
-          ++plan.stats.in_place;
-          break;
-        }
-      }
-      if (buffer < 0) {
-        auto it = free_buffers.find(Key(out.dtype, out.shape));
-        if (it != free_buffers.end() && !it->second.empty()) {
-          buffer = it->second.back();
-          it->second.pop_back();
-        } else {
-          buffer = static_cast<int>(plan.buffer_vars.size());
-          plan.buffer_vars.push_back(o);
-        }
-      }
-      out.buffer = buffer;
-    }
-    for (int v : c.reads)
-      if (end[static_cast<size_t>(root[static_cast<size_t>(v)])] == i)
-        release(root[static_cast<size_t>(v)]);
-    for (int o : outs)
-      if (end[static_cast<size_t>(o)] == i) release(o);
-  }
+  const Liveness l = find_liveness(p, eqns, plan.vars.size());
+  const std::vector<int> root = assign_storage(p, eqns, l, plan.vars);
+  const std::vector<int> end = storage_ends(l, root, num_eqns);
+  SlotAssigner slots(plan, root, end);
+  for (int i = 0; i < num_eqns; ++i)
+    if (eqns[at(i)].live) slots.assign(i, p.eqns[at(i)], eqns[at(i)]);
   plan.stats.buffers = plan.buffer_vars.size();
-
-  // Arrays held per call (arguments, fallback results, views) are dropped
-  // after their last reader, so memory follows the program's liveness.
-  plan.transient.clear();
-  std::vector<bool> is_input(n, false);
-  for (int v : p.inputs) is_input[static_cast<size_t>(v)] = true;
-  for (size_t v = 0; v < n; ++v) {
-    Storage s = vars[v].storage;
-    if (s == Storage::pooled || s == Storage::constant || (def[v] < 0 && !is_input[v])) continue;
-    plan.transient.push_back(static_cast<int>(v));
-    if (is_output[v] || s == Storage::output) continue;
-    int at = std::max(last[v], def[v]);
-    if (at >= 0) eqns[static_cast<size_t>(at)].release.push_back(static_cast<int>(v));
-  }
+  plan_releases(plan, eqns, l);
   temp_dump_plan(plan, eqns);  // TEMP-DUMP
 }
 

@@ -18,24 +18,6 @@
 namespace drx::exec {
 namespace {
 
-template <ReduceKind K>
-inline void fold(double& a, double v) {
-  if constexpr (K == ReduceKind::sum)
-    a += v;
-  else if constexpr (K == ReduceKind::max) {
-    if (v > a || v != v) a = v;
-  } else {
-    if (v < a || v != v) a = v;
-  }
-}
-
-template <ReduceKind K>
-constexpr double identity() {
-  if constexpr (K == ReduceKind::sum) return 0.0;
-  if constexpr (K == ReduceKind::max) return -std::numeric_limits<double>::infinity();
-  return std::numeric_limits<double>::infinity();
-}
-
 template <class T, ReduceKind K>
 class AxisReduceKernel : public Kernel {
  public:
@@ -48,8 +30,8 @@ class AxisReduceKernel : public Kernel {
     if (inner_ == 1) {
       for (int64_t o = 0; o < outer_; ++o) {
         const T* row = x + o * r_;
-        double a = identity<K>();
-        for (int64_t k = 0; k < r_; ++k) fold<K>(a, static_cast<double>(row[k]));
+        double a = reduce_identity<T, double>(K);
+        for (int64_t k = 0; k < r_; ++k) reduce_fold<K>(a, static_cast<double>(row[k]));
         y[o] = static_cast<T>(a);
       }
       return;
@@ -62,10 +44,10 @@ class AxisReduceKernel : public Kernel {
       const T* plane = x + o * r_ * inner_;
       for (int64_t j0 = 0; j0 < inner_; j0 += kBlock) {
         const int64_t w = std::min(kBlock, inner_ - j0);
-        for (int64_t j = 0; j < w; ++j) acc[j] = identity<K>();
+        for (int64_t j = 0; j < w; ++j) acc[j] = reduce_identity<T, double>(K);
         for (int64_t k = 0; k < r_; ++k) {
           const T* src = plane + k * inner_ + j0;
-          for (int64_t j = 0; j < w; ++j) fold<K>(acc[j], static_cast<double>(src[j]));
+          for (int64_t j = 0; j < w; ++j) reduce_fold<K>(acc[j], static_cast<double>(src[j]));
         }
         T* dst = y + o * inner_ + j0;
         for (int64_t j = 0; j < w; ++j) dst[j] = static_cast<T>(acc[j]);

@@ -155,13 +155,9 @@ std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx) {
   }
   const auto* dims = param_ints(e, "dims");
   if (!dims || dims->size() != x.shape.size()) return std::nullopt;
-  std::vector<int64_t> in_st = strides_of(x.shape), st(shape.size(), 0);
-  for (size_t i = 0; i < dims->size(); ++i) {
-    const auto d = static_cast<size_t>((*dims)[i]);
-    if (d >= shape.size()) return std::nullopt;
-    if (x.shape[i] != 1) st[d] = in_st[i];
-  }
-  return merged(shape, st, 0);
+  for (int64_t d : *dims)
+    if (d < 0 || static_cast<size_t>(d) >= shape.size()) return std::nullopt;
+  return merged(shape, broadcast_strides(x.shape, shape.size(), *dims), 0);
 }
 
 void add_shape_kernels(KernelTable& t) {

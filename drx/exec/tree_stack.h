@@ -19,17 +19,9 @@
 #include <vector>
 
 #include "drx/array/dtype.h"
+#include "drx/core/reduction.h"
 
 namespace drx::exec {
-
-enum class ReduceKind { sum, max, min };
-
-template <class T, ReduceKind K>
-inline T combine(T a, T b) {
-  if constexpr (K == ReduceKind::sum) return static_cast<T>(a + b);
-  if constexpr (K == ReduceKind::max) return a > b || a != a ? a : b;
-  return a < b || a != a ? a : b;
-}
 
 // A TreeStack of rows of one dtype and width.
 class RowReducer {
@@ -66,7 +58,7 @@ class TreeStack : public RowReducer {
     std::memcpy(y, row(blocks_.size() - 1), width_ * sizeof(T));
     for (size_t b = blocks_.size() - 1; b-- > 0;) {
       const T* left = row(b);
-      for (size_t k = 0; k < width_; ++k) y[k] = combine<T, K>(left[k], y[k]);
+      for (size_t k = 0; k < width_; ++k) y[k] = reduce_combine<K>(left[k], y[k]);
     }
   }
   std::unique_ptr<RowReducer> empty_like() const override {
@@ -90,7 +82,7 @@ class TreeStack : public RowReducer {
       if (left.size != right.size || left.start % (2 * left.size) != 0) break;
       T* l = row(blocks_.size() - 2);
       const T* r = row(blocks_.size() - 1);
-      for (size_t k = 0; k < width_; ++k) l[k] = combine<T, K>(l[k], r[k]);
+      for (size_t k = 0; k < width_; ++k) l[k] = reduce_combine<K>(l[k], r[k]);
       left.size *= 2;
       blocks_.pop_back();
       rows_.resize(blocks_.size() * width_);

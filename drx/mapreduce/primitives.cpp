@@ -81,20 +81,11 @@ class BroadcastPrim : public Primitive {
 };
 
 // ---- reductions over a placement -----------------------------------------
-enum class Combine { sum, max, min };
-
-template <class T>
-T combine(T a, T b, Combine c) {
-  if (c == Combine::sum) return static_cast<T>(a + b);
-  if (c == Combine::max) return a > b || a != a ? a : b;
-  return a < b || a != a ? a : b;
-}
-
 // Reduces rows [lo, hi) in one canonical binary tree over client indices
 // (split at the largest power of two below the count), so any partition of
 // the clients into aligned blocks reproduces the same bits.
-template <class T>
-void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, Combine c, T* out) {
+template <ReduceKind K, class T>
+void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, T* out) {
   if (hi - lo == 1) {
     std::memcpy(out, rows + lo * width, static_cast<size_t>(width) * sizeof(T));
     return;
@@ -102,23 +93,25 @@ void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, Combine c
   int64_t half = 1;
   while (half * 2 < hi - lo) half *= 2;
   std::vector<T> right(static_cast<size_t>(width));
-  tree_reduce(rows, lo, lo + half, width, c, out);
-  tree_reduce(rows, lo + half, hi, width, c, right.data());
-  for (int64_t k = 0; k < width; ++k) out[k] = combine(out[k], right[static_cast<size_t>(k)], c);
+  tree_reduce<K>(rows, lo, lo + half, width, out);
+  tree_reduce<K>(rows, lo + half, hi, width, right.data());
+  for (int64_t k = 0; k < width; ++k)
+    out[k] = reduce_combine<K>(out[k], right[static_cast<size_t>(k)]);
 }
 
 class PlacementReducePrim : public Primitive {
  public:
-  PlacementReducePrim(const char* name, Combine c) : Primitive(name), combine_(c) {}
+  PlacementReducePrim(const char* name, ReduceKind k) : Primitive(name), kind_(k) {}
   bool placement_aware() const override { return true; }
+  std::optional<ReduceKind> reduction() const override { return kind_; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.size() != 1)
       throw TypeError(name() + ": takes one operand, got " + std::to_string(ins.size()));
     require_placed(name(), ins[0], p.get_string("placement", name()));
-    if (ins[0].dtype == DType::bool_ && combine_ == Combine::sum)
+    if (ins[0].dtype == DType::bool_ && kind_ == ReduceKind::sum)
       throw TypeError(name() + ": operand " + ins[0].str() +
                       " is bool; convert it with astype first");
-    if (combine_ != Combine::sum && ins[0].shape[0] == 0)
+    if (kind_ != ReduceKind::sum && ins[0].shape[0] == 0)
       throw TypeError(name() + ": operand " + ins[0].str() + " has no clients to reduce");
     return {per_client(ins[0])};
   }
@@ -129,13 +122,13 @@ class PlacementReducePrim : public Primitive {
     if (n == 0 || width == 0) return {out};
     dispatch_dtype(x.dtype(), [&](auto t) {
       using T = decltype(t);
-      tree_reduce(x.data<T>(), 0, n, width, combine_, out.data<T>());
+      dispatch_reduce(kind_, [&](auto k) { tree_reduce<k()>(x.data<T>(), 0, n, width, out.data<T>()); });
     });
     return {out};
   }
   MaybeValues jvp(const Values& x, const MaybeValues& t, const Values& outs,
                   const Params& p) const override {
-    if (combine_ == Combine::sum) return {emit1(*this, {*t[0]}, p)};
+    if (kind_ == ReduceKind::sum) return {emit1(*this, {*t[0]}, p)};
     Value mask = ties(x[0], outs[0]);
     Value picked = where(mask, *t[0], zeros_like(*t[0]));
     return {emit_reduce_sum(picked) / emit_reduce_sum(astype(mask, x[0].dtype()))};
@@ -145,7 +138,7 @@ class PlacementReducePrim : public Primitive {
     int64_t n = x[0].shape()[0];
     Params bp{{"placement", p.at("placement", name())}, {"size", n}};
     Value spread = emit1(prim("broadcast"), {*ct[0]}, bp);
-    if (combine_ == Combine::sum) return {spread};
+    if (kind_ == ReduceKind::sum) return {spread};
     Value mask = ties(x[0], outs[0]);
     Value count = emit1(prim("broadcast"), {emit_reduce_sum(astype(mask, x[0].dtype()))}, bp);
     return {where(mask, spread / count, zeros_like(spread))};
@@ -162,7 +155,7 @@ class PlacementReducePrim : public Primitive {
     Params bp{{"placement", x.type().placement}, {"size", x.shape()[0]}};
     return equal(x, emit1(prim("broadcast"), {reduced}, bp));
   }
-  Combine combine_;
+  ReduceKind kind_;
 };
 
 // ---- map_fn ---------------------------------------------------------------
@@ -283,9 +276,9 @@ class MapFnPrim : public Primitive {
 
 DRX_PRIMITIVE_FAMILY(mapreduce) {
   registry.add(std::make_unique<BroadcastPrim>());
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_sum", Combine::sum));
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_max", Combine::max));
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_min", Combine::min));
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_sum", ReduceKind::sum));
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_max", ReduceKind::max));
+  registry.add(std::make_unique<PlacementReducePrim>("reduce_min", ReduceKind::min));
   registry.add(std::make_unique<MapFnPrim>());
 }
 

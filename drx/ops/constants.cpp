@@ -1,5 +1,6 @@
 // Primitives with no inputs: literal constants and iota.
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -68,13 +69,24 @@ class IotaPrim : public Primitive {
 
 }  // namespace
 
+namespace prims {
+const Primitive& constant() {
+  static const ConstantPrim p;
+  return p;
+}
+const Primitive& iota() {
+  static const IotaPrim p;
+  return p;
+}
+}  // namespace prims
+
 DRX_PRIMITIVE_FAMILY(constants) {
-  registry.add(std::make_unique<ConstantPrim>());
-  registry.add(std::make_unique<IotaPrim>());
+  registry.add(prims::constant());
+  registry.add(prims::iota());
 }
 
 Value constant(const Array& value) {
-  static const Primitive& p = primitive("constant");
+  const Primitive& p = prims::constant();
   return emit1(p, {}, Params{{"value", value}});
 }
 
@@ -99,7 +111,7 @@ Value zeros_like(const Value& x) { return full_like(x, 0.0); }
 Value ones_like(const Value& x) { return full_like(x, 1.0); }
 
 Value iota(const Shape& shape, int64_t dimension, DType dtype) {
-  static const Primitive& p = primitive("iota");
+  const Primitive& p = prims::iota();
   return emit1(p, {}, Params{{"shape", shape}, {"dimension", dimension}, {"dtype", dtype}});
 }
 

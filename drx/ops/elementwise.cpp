@@ -77,6 +77,9 @@ class UnaryPrim : public Primitive {
  public:
   UnaryPrim(std::string name, UnaryDerivative d) : Primitive(std::move(name)), deriv_(d) {}
 
+  const ScalarKernel* scalar_kernel() const override { return &kernel_; }
+
+
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     if (!accepts(D, ins[0].dtype))
@@ -117,6 +120,7 @@ class UnaryPrim : public Primitive {
     return deriv_(x, y, *t);
   }
   UnaryDerivative deriv_;
+  inline static const ScalarKernel kernel_ = ScalarKernel::unary<K>();
 };
 
 }  // namespace

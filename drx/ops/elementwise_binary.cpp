@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "drx/ops/elementwise_kernels.h"
+#include "drx/core/lowering.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::elementwise {
 namespace {
@@ -15,10 +17,33 @@ namespace {
 // applied to t (a tangent or a cotangent: the Jacobian is diagonal).
 using Partial = Value (*)(int i, const Value& a, const Value& b, const Value& y, const Value& t);
 
+// The constant that leaves the other operand unchanged (x + 0, 1 * x).
+struct Neutral {
+  std::optional<double> left, right;
+};
+
 template <class K>
 class BinaryPrim : public Primitive {
  public:
-  BinaryPrim(std::string name, Partial partial) : Primitive(std::move(name)), partial_(partial) {}
+  BinaryPrim(std::string name, std::string stablehlo, Partial partial, Neutral neutral = {})
+      : Primitive(std::move(name)),
+        stablehlo_(std::move(stablehlo)),
+        partial_(partial),
+        neutral_(neutral) {}
+
+  // One StableHLO elementwise op on the two operands, whose types already agree.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results(em.emit(stablehlo_, {em.operand(0), em.operand(1)}, "", {em.result_type(0)}));
+  }
+
+  const ScalarKernel* scalar_kernel() const override { return &kernel_; }
+
+  std::optional<size_t> identity_operand(const std::vector<std::optional<double>>& splats,
+                                         const Params&) const override {
+    if (neutral_.right && splats[1] == neutral_.right) return 0;
+    if (neutral_.left && splats[0] == neutral_.left) return 1;
+    return std::nullopt;
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 2);
@@ -69,7 +94,10 @@ class BinaryPrim : public Primitive {
   }
 
  private:
+  std::string stablehlo_;
   Partial partial_;
+  Neutral neutral_;
+  inline static const ScalarKernel kernel_ = ScalarKernel::binary<K>();
 };
 
 // The share of the gradient that max/min routes to `a`: 1 where a alone is
@@ -103,25 +131,47 @@ Value pow_partial(int i, const Value& a, const Value& b, const Value& y, const V
   return t * (log(safe_a) * y);
 }
 
+Value add_partial(int, const Value&, const Value&, const Value&, const Value& t) { return t; }
+Value sub_partial(int i, const Value&, const Value&, const Value&, const Value& t) {
+  return i == 0 ? t : -t;
+}
+Value mul_partial(int i, const Value& a, const Value& b, const Value&, const Value& t) {
+  return t * (i == 0 ? b : a);
+}
+// d(a/b) = ta / b - tb a / b^2 = (ta - tb y) / b
+Value div_partial(int i, const Value&, const Value& b, const Value& y, const Value& t) {
+  return i == 0 ? t / b : -(t * y) / b;
+}
+
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(elementwise_binary) {
-  registry.add(std::make_unique<BinaryPrim<Add>>(
-      "add", [](int, const Value&, const Value&, const Value&, const Value& t) { return t; }));
-  registry.add(std::make_unique<BinaryPrim<Sub>>("sub", [](int i, const Value&, const Value&, const Value&,
-                                                    const Value& t) { return i == 0 ? t : -t; }));
-  registry.add(std::make_unique<BinaryPrim<Mul>>(
-      "mul", [](int i, const Value& a, const Value& b, const Value&, const Value& t) {
-        return t * (i == 0 ? b : a);
-      }));
-  // d(a/b) = ta / b - tb a / b^2 = (ta - tb y) / b
-  registry.add(std::make_unique<BinaryPrim<Div>>(
-      "div", [](int i, const Value&, const Value& b, const Value& y, const Value& t) {
-        return i == 0 ? t / b : -(t * y) / b;
-      }));
-  registry.add(std::make_unique<BinaryPrim<Pow>>("pow", pow_partial));
-  registry.add(std::make_unique<BinaryPrim<Max>>("maximum", max_partial));
-  registry.add(std::make_unique<BinaryPrim<Min>>("minimum", min_partial));
+  registry.add(prims::add());
+  registry.add(prims::sub());
+  registry.add(prims::mul());
+  registry.add(std::make_unique<BinaryPrim<Div>>("div", "stablehlo.divide", div_partial, Neutral{{}, 1.0}));
+  registry.add(std::make_unique<BinaryPrim<Pow>>("pow", "stablehlo.power", pow_partial));
+  registry.add(std::make_unique<BinaryPrim<Max>>("maximum", "stablehlo.maximum", max_partial));
+  registry.add(std::make_unique<BinaryPrim<Min>>("minimum", "stablehlo.minimum", min_partial));
 }
 
 }  // namespace drx::elementwise
+
+namespace drx::prims {
+using elementwise::BinaryPrim;
+using elementwise::Neutral;
+
+const Primitive& add() {
+  static const BinaryPrim<scalar::Add> p("add", "stablehlo.add", elementwise::add_partial, Neutral{0.0, 0.0});
+  return p;
+}
+const Primitive& sub() {
+  static const BinaryPrim<scalar::Sub> p("sub", "stablehlo.subtract", elementwise::sub_partial, Neutral{{}, 0.0});
+  return p;
+}
+const Primitive& mul() {
+  static const BinaryPrim<scalar::Mul> p("mul", "stablehlo.multiply", elementwise::mul_partial, Neutral{1.0, 1.0});
+  return p;
+}
+
+}  // namespace drx::prims

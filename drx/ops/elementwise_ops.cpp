@@ -7,6 +7,7 @@
 
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 namespace drx {
 namespace {
@@ -132,7 +133,7 @@ Value relu(const Value& x) {
 }
 
 Value where(const Value& cond, const Value& a, const Value& b) {
-  static const Primitive& p = primitive("select");
+  const Primitive& p = prims::select();
   if (cond.dtype() != DType::bool_)
     throw TypeError("where: the condition must be bool, got " + cond.type().str() +
                     " (compare with drx::less etc. or convert with drx::astype)");
@@ -143,7 +144,7 @@ Value where(const Value& cond, const Value& a, const Value& b) {
 }
 
 Value astype(const Value& x, DType dtype) {
-  static const Primitive& p = primitive("convert");
+  const Primitive& p = prims::convert();
   if (x.dtype() == dtype) return x;
   return emit1(p, {x}, Params{{"dtype", dtype}});
 }

@@ -2,6 +2,7 @@
 // whose output dtype or derivative is not simply that of their operands.
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::elementwise {
 namespace {
@@ -11,6 +12,8 @@ template <class K, Domain D>
 class ComparePrim : public Primitive {
  public:
   explicit ComparePrim(std::string name) : Primitive(std::move(name)) {}
+  const ScalarKernel* scalar_kernel() const override { return &kernel_; }
+
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 2);
@@ -45,6 +48,9 @@ class ComparePrim : public Primitive {
     bool batched = align_batched(ins, batch_size, vs);
     return {{emit1(*this, vs, params), batched}};
   }
+
+ private:
+  inline static const ScalarKernel kernel_ = ScalarKernel::compare<K>();
 };
 
 // select(pred, on_true, on_false): pred ? on_true : on_false, elementwise.
@@ -106,6 +112,12 @@ class SelectPrim : public Primitive {
 class ConvertPrim : public Primitive {
  public:
   ConvertPrim() : Primitive("convert") {}
+  // A no-op when the result has the operand's type (the caller checks).
+  std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
+                                         const Params&) const override {
+    return 0;
+  }
+
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
@@ -177,9 +189,24 @@ DRX_PRIMITIVE_FAMILY(elementwise_other) {
   registry.add(std::make_unique<ComparePrim<GreaterEqual, D::numeric>>("greater_equal"));
   registry.add(std::make_unique<ComparePrim<Equal, D::any>>("equal"));
   registry.add(std::make_unique<ComparePrim<NotEqual, D::any>>("not_equal"));
-  registry.add(std::make_unique<SelectPrim>());
-  registry.add(std::make_unique<ConvertPrim>());
-  registry.add(std::make_unique<StopGradientPrim>());
+  registry.add(prims::select());
+  registry.add(prims::convert());
+  registry.add(prims::stop_gradient());
 }
 
 }  // namespace drx::elementwise
+
+namespace drx::prims {
+const Primitive& select() {
+  static const elementwise::SelectPrim p;
+  return p;
+}
+const Primitive& convert() {
+  static const elementwise::ConvertPrim p;
+  return p;
+}
+const Primitive& stop_gradient() {
+  static const elementwise::StopGradientPrim p;
+  return p;
+}
+}  // namespace drx::prims

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -254,20 +255,31 @@ class ScatterAddPrim : public Primitive {
 
 }  // namespace
 
+namespace prims {
+const Primitive& take() {
+  static const TakePrim p;
+  return p;
+}
+const Primitive& scatter_add() {
+  static const ScatterAddPrim p;
+  return p;
+}
+}  // namespace prims
+
 DRX_PRIMITIVE_FAMILY(indexing) {
-  registry.add(std::make_unique<TakePrim>());
-  registry.add(std::make_unique<ScatterAddPrim>());
+  registry.add(prims::take());
+  registry.add(prims::scatter_add());
 }
 
 Value take(const Value& x, const Value& indices, int64_t axis) {
-  static const Primitive& p = primitive("take");
+  const Primitive& p = prims::take();
   if (x.ndim() == 0) throw TypeError("take: operand " + x.type().str() + " is a scalar");
   int64_t a = normalize_axis(axis, x.ndim(), "take");
   return emit1(p, {x, indices}, Params{{"axis", a}});
 }
 
 Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis) {
-  static const Primitive& p = primitive("scatter_add");
+  const Primitive& p = prims::scatter_add();
   if (x.ndim() == 0) throw TypeError("scatter_add: operand " + x.type().str() + " is a scalar");
   int64_t a = normalize_axis(axis, x.ndim(), "scatter_add");
   return emit1(p, {x, indices, updates}, Params{{"axis", a}});

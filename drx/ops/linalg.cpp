@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -51,7 +52,7 @@ struct DotParams {
 };
 
 Value emit_dot(const Value& lhs, const Value& rhs, const DotParams& d) {
-  static const Primitive& p = primitive("dot_general");
+  const Primitive& p = prims::dot_general();
   return emit1(p, {lhs, rhs}, d.params());
 }
 
@@ -270,7 +271,14 @@ Dims normalize_dims(Dims dims, int64_t ndim) {
 
 }  // namespace
 
-DRX_PRIMITIVE_FAMILY(linalg) { registry.add(std::make_unique<DotGeneralPrim>()); }
+namespace prims {
+const Primitive& dot_general() {
+  static const DotGeneralPrim p;
+  return p;
+}
+}  // namespace prims
+
+DRX_PRIMITIVE_FAMILY(linalg) { registry.add(prims::dot_general()); }
 
 // Negative dims count from the end; the primitive checks everything else.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {

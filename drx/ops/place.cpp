@@ -1,6 +1,7 @@
 // `place`: retypes a value as placed at a placement (or unplaced again). It is
 // how program arguments enter a placement and how numbers meet placed values.
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -52,10 +53,17 @@ class PlacePrim : public Primitive {
 
 }  // namespace
 
-DRX_PRIMITIVE_FAMILY(placement_cast) { registry.add(std::make_unique<PlacePrim>()); }
+namespace prims {
+const Primitive& place() {
+  static const PlacePrim p;
+  return p;
+}
+}  // namespace prims
+
+DRX_PRIMITIVE_FAMILY(placement_cast) { registry.add(prims::place()); }
 
 Value place(const Value& x, const std::string& placement) {
-  static const Primitive& p = primitive("place");
+  const Primitive& p = prims::place();
   if (x.type().placement == placement) return x;
   return emit1(p, {x}, Params{{"placement", placement}});
 }

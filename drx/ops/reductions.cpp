@@ -14,8 +14,6 @@
 namespace drx {
 namespace {
 
-enum class Kind { sum, max, min };
-
 // The dims of `shape` that survive reducing `axes` (sorted, distinct).
 std::vector<int64_t> kept_dims(int64_t ndim, const std::vector<int64_t>& axes) {
   std::vector<int64_t> kept;
@@ -33,8 +31,8 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes) {
 
 // Out-of-place reduction kernel. Every output element receives at least one
 // input element unless the output is empty (infer rejects empty max/min).
-template <class T>
-void reduce_kernel(Kind kind, const Array& x, const std::vector<int64_t>& axes, Array& out) {
+template <class T, ReduceKind K>
+void reduce_kernel(const Array& x, const std::vector<int64_t>& axes, Array& out) {
   const Shape& shape = x.shape();
   const size_t nd = shape.size();
   // Output offset contributed by each input dim (0 for reduced dims).
@@ -49,40 +47,12 @@ void reduce_kernel(Kind kind, const Array& x, const std::vector<int64_t>& axes, 
   // Sums accumulate in double (floats) or int64 (integers), then round once.
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
                                  std::conditional_t<std::is_same_v<T, uint8_t>, T, int64_t>>;
-  std::vector<Acc> acc(static_cast<size_t>(out.size()));
-  if (kind != Kind::sum) {
-    // Start from the identity of max/min: -inf/+inf, or the type's extremes.
-    Acc lo, hi;
-    if constexpr (std::is_floating_point_v<T>) {
-      lo = -std::numeric_limits<Acc>::infinity();
-      hi = std::numeric_limits<Acc>::infinity();
-    } else if constexpr (std::is_same_v<T, uint8_t>) {
-      lo = 0;
-      hi = 1;
-    } else {
-      lo = std::numeric_limits<T>::lowest();
-      hi = std::numeric_limits<T>::max();
-    }
-    std::fill(acc.begin(), acc.end(), kind == Kind::max ? lo : hi);
-  }
+  std::vector<Acc> acc(static_cast<size_t>(out.size()), reduce_identity<T, Acc>(K));
   const T* in = x.data<T>();
   std::vector<int64_t> idx(nd, 0);
   int64_t o = 0;
   for (int64_t i = 0; i < x.size(); ++i) {
-    Acc v = static_cast<Acc>(in[i]);
-    Acc& a = acc[static_cast<size_t>(o)];
-    switch (kind) {
-      case Kind::sum:
-        a += v;
-        break;
-      // NaN propagates, as in numpy: once `a` is NaN neither branch replaces it.
-      case Kind::max:
-        if (v > a || v != v) a = v;
-        break;
-      case Kind::min:
-        if (v < a || v != v) a = v;
-        break;
-    }
+    reduce_fold<K>(acc[static_cast<size_t>(o)], static_cast<Acc>(in[i]));
     // Advance the row-major multi-index and the output offset with it.
     for (size_t d = nd; d-- > 0;) {
       o += out_step[d];
@@ -97,7 +67,9 @@ void reduce_kernel(Kind kind, const Array& x, const std::vector<int64_t>& axes, 
 
 class ReducePrim : public Primitive {
  public:
-  ReducePrim(std::string name, Kind kind) : Primitive(std::move(name)), kind_(kind) {}
+  ReducePrim(std::string name, ReduceKind kind) : Primitive(std::move(name)), kind_(kind) {}
+
+  std::optional<ReduceKind> reduction() const override { return kind_; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.size() != 1)
@@ -112,10 +84,10 @@ class ReducePrim : public Primitive {
                         " (expected distinct, sorted axes in [0, " + std::to_string(x.ndim()) +
                         "))");
     }
-    if (kind_ == Kind::sum && x.dtype == DType::bool_)
+    if (kind_ == ReduceKind::sum && x.dtype == DType::bool_)
       throw TypeError(name() + ": operand " + x.str() +
                       " is bool; convert it first, e.g. sum(astype(x, i32))");
-    if (kind_ != Kind::sum) {
+    if (kind_ != ReduceKind::sum) {
       for (int64_t a : axes)
         if (x.shape[static_cast<size_t>(a)] == 0)
           throw Error(name() + ": reduction over zero-size axis " + std::to_string(a) + " of " +
@@ -128,14 +100,16 @@ class ReducePrim : public Primitive {
     const std::vector<int64_t>& axes = p.get_ints("axes", name());
     const Array& x = ins[0];
     Array out(x.dtype(), reduced_shape(x.shape(), axes));
-    dispatch_dtype(x.dtype(), [&](auto t) { reduce_kernel<decltype(t)>(kind_, x, axes, out); });
+    dispatch_dtype(x.dtype(), [&](auto t) {
+      dispatch_reduce(kind_, [&](auto k) { reduce_kernel<decltype(t), k()>(x, axes, out); });
+    });
     return {out};
   }
 
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
                   const Params& p) const override {
     if (!tangents[0] || !is_floating(primals[0].dtype())) return {std::nullopt};
-    if (kind_ == Kind::sum) return {emit1(*this, {*tangents[0]}, p)};
+    if (kind_ == ReduceKind::sum) return {emit1(*this, {*tangents[0]}, p)};
     auto [mask, count] = ties(primals[0], outs[0], p);
     Value picked = where(mask, *tangents[0], scalar_like(*tangents[0], 0.0));
     return {sum_prim(picked, p) / count};
@@ -147,7 +121,7 @@ class ReducePrim : public Primitive {
     if (!cotangents[0] || !is_floating(x.dtype())) return {std::nullopt};
     std::vector<int64_t> kept = kept_dims(x.ndim(), p.get_ints("axes", name()));
     const Shape shape = x.shape();  // a copy: emitting may move the trace's types
-    if (kind_ == Kind::sum) return {broadcast_in_dim(*cotangents[0], shape, kept)};
+    if (kind_ == ReduceKind::sum) return {broadcast_in_dim(*cotangents[0], shape, kept)};
     auto [mask, count] = ties(x, outs[0], p);
     Value share = broadcast_in_dim(*cotangents[0] / count, shape, kept);
     return {where(mask, share, scalar_like(share, 0.0))};
@@ -181,7 +155,7 @@ class ReducePrim : public Primitive {
     return {mask, count};
   }
 
-  Kind kind_;
+  ReduceKind kind_;
 };
 
 // Public-side axes: negative allowed, any order, no duplicates; empty = all.
@@ -224,9 +198,9 @@ Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, b
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(reductions) {
-  registry.add(std::make_unique<ReducePrim>("sum", Kind::sum));
-  registry.add(std::make_unique<ReducePrim>("max", Kind::max));
-  registry.add(std::make_unique<ReducePrim>("min", Kind::min));
+  registry.add(std::make_unique<ReducePrim>("sum", ReduceKind::sum));
+  registry.add(std::make_unique<ReducePrim>("max", ReduceKind::max));
+  registry.add(std::make_unique<ReducePrim>("min", ReduceKind::min));
 }
 
 // An empty `axes` list reduces every axis (as the header promises), so

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -73,6 +74,12 @@ Value zeros_of(const Value& v) {
 class ReshapePrim : public Primitive {
  public:
   ReshapePrim() : Primitive("reshape") {}
+  // A no-op when the result has the operand's type (the caller checks).
+  std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
+                                         const Params&) const override {
+    return 0;
+  }
+
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Shape& shape = p.get_ints("shape", name());
@@ -117,6 +124,14 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
 class TransposePrim : public Primitive {
  public:
   TransposePrim() : Primitive("transpose") {}
+  std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
+                                         const Params& p) const override {
+    const std::vector<int64_t>& perm = p.get_ints("perm", name());
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) return std::nullopt;
+    return 0;
+  }
+
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const auto& perm = p.get_ints("perm", name());
@@ -172,6 +187,12 @@ class TransposePrim : public Primitive {
 class BroadcastInDimPrim : public Primitive {
  public:
   BroadcastInDimPrim() : Primitive("broadcast_in_dim") {}
+  // A no-op when the result has the operand's type (the caller checks).
+  std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
+                                         const Params&) const override {
+    return 0;
+  }
+
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Shape& shape = p.get_ints("shape", name());
@@ -198,11 +219,7 @@ class BroadcastInDimPrim : public Primitive {
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
     const Shape& shape = p.get_ints("shape", name());
     const auto& dims = p.get_ints("dims", name());
-    std::vector<int64_t> in_st = strides_of(ins[0].shape());
-    std::vector<int64_t> st(shape.size(), 0);
-    for (size_t i = 0; i < dims.size(); ++i)
-      if (ins[0].shape()[i] != 1) st[static_cast<size_t>(dims[i])] = in_st[i];
-    return {strided_copy(ins[0], shape, 0, st)};
+    return {strided_copy(ins[0], shape, 0, broadcast_strides(ins[0].shape(), shape.size(), dims))};
   }
   MaybeValues jvp(const Values&, const MaybeValues& t, const Values&,
                   const Params& p) const override {
@@ -410,18 +427,41 @@ class SlicePrim : public Primitive {
 
 }  // namespace
 
+namespace prims {
+const Primitive& reshape() {
+  static const ReshapePrim p;
+  return p;
+}
+const Primitive& transpose() {
+  static const TransposePrim p;
+  return p;
+}
+const Primitive& broadcast_in_dim() {
+  static const BroadcastInDimPrim p;
+  return p;
+}
+const Primitive& concatenate() {
+  static const ConcatenatePrim p;
+  return p;
+}
+const Primitive& slice() {
+  static const SlicePrim p;
+  return p;
+}
+}  // namespace prims
+
 DRX_PRIMITIVE_FAMILY(shape_ops) {
-  registry.add(std::make_unique<ReshapePrim>());
-  registry.add(std::make_unique<TransposePrim>());
-  registry.add(std::make_unique<BroadcastInDimPrim>());
-  registry.add(std::make_unique<ConcatenatePrim>());
-  registry.add(std::make_unique<SlicePrim>());
+  registry.add(prims::reshape());
+  registry.add(prims::transpose());
+  registry.add(prims::broadcast_in_dim());
+  registry.add(prims::concatenate());
+  registry.add(prims::slice());
 }
 
 // ---- public ops -------------------------------------------------------------
 
 Value reshape(const Value& x, const Shape& shape) {
-  static const Primitive& p = primitive("reshape");
+  const Primitive& p = prims::reshape();
   Shape s = shape;
   int64_t infer_at = -1, known = 1;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -445,7 +485,7 @@ Value reshape(const Value& x, const Shape& shape) {
 }
 
 Value transpose(const Value& x, const std::vector<int64_t>& perm) {
-  static const Primitive& p = primitive("transpose");
+  const Primitive& p = prims::transpose();
   std::vector<int64_t> pm = perm;
   for (int64_t& a : pm)
     if (a < 0 && a >= -x.ndim()) a += x.ndim();
@@ -456,7 +496,7 @@ Value transpose(const Value& x, const std::vector<int64_t>& perm) {
 }
 
 Value broadcast_in_dim(const Value& x, const Shape& shape, const std::vector<int64_t>& dims) {
-  static const Primitive& p = primitive("broadcast_in_dim");
+  const Primitive& p = prims::broadcast_in_dim();
   bool identity = shape == x.shape() && static_cast<int64_t>(dims.size()) == x.ndim();
   for (size_t i = 0; identity && i < dims.size(); ++i)
     identity = dims[i] == static_cast<int64_t>(i);
@@ -499,7 +539,7 @@ Value squeeze(const Value& x, int64_t axis) {
 }
 
 Value concatenate(const std::vector<Value>& xs, int64_t axis) {
-  static const Primitive& p = primitive("concatenate");
+  const Primitive& p = prims::concatenate();
   if (xs.empty()) throw TypeError("concatenate: needs at least one operand");
   if (xs[0].ndim() == 0)
     throw TypeError("concatenate: cannot concatenate scalars (" + xs[0].type().str() + ")");
@@ -509,7 +549,7 @@ Value concatenate(const std::vector<Value>& xs, int64_t axis) {
 }
 
 Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops) {
-  static const Primitive& p = primitive("slice");
+  const Primitive& p = prims::slice();
   bool identity = stops == x.shape() && starts.size() == stops.size() &&
                   std::all_of(starts.begin(), starts.end(), [](int64_t s) { return s == 0; });
   if (identity) return x;

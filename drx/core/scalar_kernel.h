@@ -1,0 +1,113 @@
+#pragma once
+// The kernel-binding seam for elementwise primitives. An elementwise
+// primitive states its scalar function once, as the class template argument
+// it is built from; from it the primitive instantiates these block loops, and
+// a backend (drx/exec) derives its kernels and its fused loops from them. The
+// loops are the same function the reference semantics applies, so compiled
+// results are bitwise those of Primitive::eval, and a new elementwise
+// primitive is compiled without any backend learning its name.
+#include <cstdint>
+#include <type_traits>
+
+#include "drx/array/dtype.h"
+
+namespace drx {
+
+// y[j] = f(a[j * SA], b[j * SB]) for j < n, where an operand's step is 1 when
+// it is read in full and 0 when it is one scalar; unary loops ignore b.
+template <class T, class Out = T>
+using BlockLoop = void (*)(const T* a, const T* b, Out* y, int64_t n);
+
+class ScalarKernel {
+ public:
+  int arity() const { return arity_; }
+  // Comparisons: any operand dtype, bool (uint8) results.
+  bool predicate() const { return predicate_; }
+  bool covers(DType d) const { return loops_[index(d)][1][1] != nullptr; }
+
+  // The loop for operands of type T read in full (true) or as scalars; null
+  // for a dtype the kernel does not cover.
+  template <class T, class Out = T>
+  BlockLoop<T, Out> loop(bool a_full, bool b_full) const {
+    return reinterpret_cast<BlockLoop<T, Out>>(loops_[index(dtype_of<T>())][a_full][b_full]);
+  }
+
+  // Loops of a unary function object F over the float dtypes.
+  template <class F>
+  static ScalarKernel unary() {
+    ScalarKernel k(1, false);
+    k.set<float, float>(unary_loops<float, F>());
+    k.set<double, double>(unary_loops<double, F>());
+    return k;
+  }
+  // Loops of a binary function object F over the float dtypes.
+  template <class F>
+  static ScalarKernel binary() {
+    ScalarKernel k(2, false);
+    k.set<float, float>(binary_loops<float, float, F>());
+    k.set<double, double>(binary_loops<double, double, F>());
+    return k;
+  }
+  // Loops of a comparison F over every dtype, writing 0 or 1.
+  template <class F>
+  static ScalarKernel compare() {
+    ScalarKernel k(2, true);
+    k.set<float, uint8_t>(binary_loops<float, uint8_t, F>());
+    k.set<double, uint8_t>(binary_loops<double, uint8_t, F>());
+    k.set<int32_t, uint8_t>(binary_loops<int32_t, uint8_t, F>());
+    k.set<int64_t, uint8_t>(binary_loops<int64_t, uint8_t, F>());
+    k.set<uint8_t, uint8_t>(binary_loops<uint8_t, uint8_t, F>());
+    return k;
+  }
+
+ private:
+  using Erased = void (*)();
+  static constexpr int kDTypes = 5;
+  ScalarKernel(int arity, bool predicate) : arity_(arity), predicate_(predicate) {}
+
+  static int index(DType d) { return static_cast<int>(d); }
+  template <class T>
+  static constexpr DType dtype_of() {
+    if constexpr (std::is_same_v<T, float>) return DType::f32;
+    if constexpr (std::is_same_v<T, double>) return DType::f64;
+    if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
+    if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
+    return DType::bool_;
+  }
+
+  template <class T, class Out>
+  struct Loops {
+    BlockLoop<T, Out> at[2][2];
+  };
+  template <class T, class Out>
+  void set(const Loops<T, Out>& l) {
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        loops_[index(dtype_of<T>())][a][b] = reinterpret_cast<Erased>(l.at[a][b]);
+  }
+
+  template <class T, class F, int SA>
+  static void unary_block(const T* a, const T*, T* y, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) y[j] = F{}(a[j * SA]);
+  }
+  template <class T, class Out, class F, int SA, int SB>
+  static void binary_block(const T* a, const T* b, Out* y, int64_t n) {
+    for (int64_t j = 0; j < n; ++j) y[j] = static_cast<Out>(F{}(a[j * SA], b[j * SB]));
+  }
+  template <class T, class F>
+  static Loops<T, T> unary_loops() {
+    return {{{unary_block<T, F, 0>, unary_block<T, F, 0>},
+             {unary_block<T, F, 1>, unary_block<T, F, 1>}}};
+  }
+  template <class T, class Out, class F>
+  static Loops<T, Out> binary_loops() {
+    return {{{binary_block<T, Out, F, 0, 0>, binary_block<T, Out, F, 0, 1>},
+             {binary_block<T, Out, F, 1, 0>, binary_block<T, Out, F, 1, 1>}}};
+  }
+
+  int arity_;
+  bool predicate_;
+  Erased loops_[kDTypes][2][2] = {};
+};
+
+}  // namespace drx

@@ -1,0 +1,35 @@
+#pragma once
+// The primitive objects of drx/ops that other code recognises or emits
+// directly: rewrites (simplification, fusion) and backends compare an
+// equation's primitive with these objects, never with a name string.
+// Elementwise primitives that nothing singles out are reached only through
+// the registry and what they state about themselves (Primitive::scalar_kernel).
+#include "drx/core/primitive.h"
+
+namespace drx::prims {
+
+// elementwise
+const Primitive& add();
+const Primitive& sub();
+const Primitive& mul();
+const Primitive& select();
+const Primitive& convert();
+const Primitive& stop_gradient();
+// linear algebra
+const Primitive& dot_general();
+// shape
+const Primitive& reshape();
+const Primitive& transpose();
+const Primitive& broadcast_in_dim();
+const Primitive& concatenate();
+const Primitive& slice();
+// indexing
+const Primitive& take();
+const Primitive& scatter_add();
+// constants
+const Primitive& constant();
+const Primitive& iota();
+// placements
+const Primitive& place();
+
+}  // namespace drx::prims
