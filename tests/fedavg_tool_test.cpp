@@ -458,6 +458,33 @@ TEST_F(FedavgTool, AnEarlierRunIsNotOverwrittenByAccident) {
   EXPECT_EQ(cli(again).code, 2);
 }
 
+TEST_F(FedavgTool, LeftoverTemporaryFilesAreRemovedAtStart) {
+  const std::string data = synthetic_data();
+  const std::string out = path("out");
+  fs::create_directories(out);
+  // What write_file_atomic leaves when a run is killed between mkstemp and rename.
+  const std::vector<std::string> leftovers = {"checkpoint.bin.tmp.a1B2c3", "metrics.csv.tmp.ZZZZZZ",
+                                              "metrics.svg.tmp.000000"};
+  // Not temporary files of this tool's outputs: another file's, or not mkstemp's suffix.
+  const std::vector<std::string> kept = {"notes.txt", "notes.txt.tmp.abcdef",
+                                         "checkpoint.bin.tmp.abc", "metrics.csv.tmp.ab-cd_"};
+  for (const std::string& name : leftovers) spit(out + "/" + name, "partial");
+  for (const std::string& name : kept) spit(out + "/" + name, "mine");
+  fs::create_directories(out + "/metrics.svg.tmp.Dir123");  // only files are removed
+
+  fa::Options o = fa::parse_options({"--data", data, "--out", out, "--rounds", "1", "--clients",
+                                     "4", "--cohort", "2", "--hidden", "8", "--quiet"});
+  std::ostringstream sink;
+  fa::run_fedavg(o, sink, sink, false);
+
+  std::vector<std::string> expected = kept;
+  expected.insert(expected.end(),
+                  {"checkpoint.bin", "metrics.csv", "metrics.svg", "metrics.svg.tmp.Dir123"});
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(dir_entries(out), expected);
+  for (const std::string& name : kept) EXPECT_EQ(slurp(out + "/" + name), "mine") << name;
+}
+
 TEST_F(FedavgTool, FedAdamHyperparametersReachTheServerAndTheCheckpoint) {
   const std::string data = synthetic_data();
   auto run = [&](const std::string& out, std::vector<std::string> more) {

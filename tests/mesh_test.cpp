@@ -5,9 +5,9 @@
 // from any cut of the clients into shards.
 #include <random>
 
+#include "drx/core/primitive.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/tree_stack.h"
-#include "drx/core/primitive.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {

@@ -23,7 +23,8 @@ std::string_view dtype_name(DType d) {
 DType dtype_from_name(std::string_view name) {
   for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_})
     if (dtype_name(d) == name) return d;
-  throw ParseError("unknown dtype '" + std::string(name) + "' (expected f32, f64, i32, i64 or bool)");
+  throw ParseError("unknown dtype '" + std::string(name) +
+                   "' (expected f32, f64, i32, i64 or bool)");
 }
 
 size_t dtype_size(DType d) {

@@ -15,7 +15,8 @@ std::vector<Array> interpret(const Program& program, const std::vector<Array>& a
     ins.clear();
     for (int v : e.ins) ins.push_back(env[static_cast<size_t>(v)]);
     std::vector<Array> outs = e.prim->eval(ins, e.params);
-    for (size_t i = 0; i < outs.size(); ++i) env[static_cast<size_t>(e.outs[i])] = std::move(outs[i]);
+    for (size_t i = 0; i < outs.size(); ++i)
+      env[static_cast<size_t>(e.outs[i])] = std::move(outs[i]);
   }
   std::vector<Array> result;
   for (int v : program.outputs) result.push_back(env[static_cast<size_t>(v)]);

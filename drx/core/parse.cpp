@@ -23,9 +23,9 @@
 #include <limits>
 #include <map>
 
+#include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
 #include "drx/core/text_syntax.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {
@@ -441,9 +441,11 @@ class Parser {
         int64_t d = parse_int("a dimension (a non-negative integer) " + context);
         if (d < 0) fail_at(t, "dimension " + std::to_string(d) + " is negative " + context);
         shape.push_back(d);
-        if (d != 0 && elements != 0 && elements > (int64_t{1} << 53) / d)
-          fail_at(open, "shape has too many elements (more than 2^53) " + context);
-        elements *= d;
+        // The bound is on the non-zero dims, not on the element count: strides and the
+        // kernels' outer/inner sizes multiply the dims on either side of a zero one.
+        if (d != 0 && elements > (int64_t{1} << 53) / d)
+          fail_at(open, "shape has too many elements (more than 2^53, zero dims aside) " + context);
+        if (d != 0) elements *= d;
       } while (accept(','));
     }
     expect(']', "to close the dimensions " + context);

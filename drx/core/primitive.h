@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "drx/array/array.h"
-#include "drx/ir/program.h"
-#include "drx/core/value.h"
 #include "drx/core/reduction.h"
 #include "drx/core/registry.h"
 #include "drx/core/scalar_kernel.h"
+#include "drx/core/value.h"
+#include "drx/ir/program.h"
 
 namespace drx {
 

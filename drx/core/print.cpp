@@ -4,9 +4,9 @@
 #include <ostream>
 #include <set>
 
+#include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
 #include "drx/core/text_syntax.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

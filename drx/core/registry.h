@@ -52,9 +52,9 @@ int add_primitive_family(const char* name, RegisterFamily fn);
 // Defines the registration function of one family of primitives; use at
 // namespace scope, followed by the function body, which receives `registry`:
 //   DRX_PRIMITIVE_FAMILY(linalg) { registry.add(std::make_unique<DotGeneral>()); }
-#define DRX_PRIMITIVE_FAMILY(family)                                                 \
-  static void drx_register_family_##family(::drx::Registry& registry);               \
-  extern "C" const int drx_primitive_family_##family;                                \
-  extern "C" const int drx_primitive_family_##family =                               \
-      ::drx::detail::add_primitive_family(#family, &drx_register_family_##family);   \
+#define DRX_PRIMITIVE_FAMILY(family)                                               \
+  static void drx_register_family_##family(::drx::Registry& registry);             \
+  extern "C" const int drx_primitive_family_##family;                              \
+  extern "C" const int drx_primitive_family_##family =                             \
+      ::drx::detail::add_primitive_family(#family, &drx_register_family_##family); \
   static void drx_register_family_##family([[maybe_unused]] ::drx::Registry& registry)

@@ -69,8 +69,9 @@ int resolve_in(TraceState& t, const Value& v, const std::string& op) {
   TraceState* owner = v.trace();
   if (owner == &t) return v.id();
   if (!owner->open || !is_ancestor(owner, &t))
-    throw Error(op + ": a Value from a finished or unrelated trace was used (did a traced "
-                     "Value escape the function that was transformed?)");
+    throw Error(op +
+                ": a Value from a finished or unrelated trace was used (did a traced "
+                "Value escape the function that was transformed?)");
   auto key = std::make_pair(static_cast<const TraceState*>(owner), v.id());
   if (auto it = t.capture_vars.find(key); it != t.capture_vars.end()) return it->second;
   if (!t.closed_for.empty()) {

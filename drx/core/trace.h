@@ -1,13 +1,13 @@
 #pragma once
 #include <functional>
 #include <map>
-#include <string>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
-#include "drx/ir/program.h"
 #include "drx/core/value.h"
+#include "drx/ir/program.h"
 
 namespace drx {
 

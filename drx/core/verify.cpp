@@ -2,9 +2,9 @@
 // and types that agree with what each primitive infers.
 #include <map>
 
+#include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
 #include "drx/core/text_syntax.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

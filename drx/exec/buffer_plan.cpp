@@ -177,35 +177,6 @@ void plan_releases(Plan& plan, std::vector<EqnChoice>& eqns, const Liveness& l) 
 }
 
 }  // namespace
-// TEMP-DUMP-BEGIN
-}  // namespace drx::exec
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-namespace drx::exec {
-static void temp_dump_plan(const Plan& plan, const std::vector<EqnChoice>& eqns) {
-  const char* f = std::getenv("DRX_PLAN_DUMP");
-  if (!f) return;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  FILE* out = std::fopen(f, "a");
-  std::fprintf(out, "plan vars=%zu eqns=%zu buffers=%zu in_place=%zu\n", plan.vars.size(),
-               eqns.size(), (size_t)plan.stats.buffers, (size_t)plan.stats.in_place);
-  for (const VarInfo& v : plan.vars) std::fprintf(out, " %d:%d", (int)v.storage, v.buffer);
-  std::fprintf(out, "\nbv");
-  for (int v : plan.buffer_vars) std::fprintf(out, " %d", v);
-  std::fprintf(out, "\ntr");
-  for (int v : plan.transient) std::fprintf(out, " %d", v);
-  std::fprintf(out, "\nrel");
-  for (const EqnChoice& c : eqns) {
-    std::fprintf(out, " [");
-    for (int v : c.release) std::fprintf(out, " %d", v);
-    std::fprintf(out, "]");
-  }
-  std::fprintf(out, "\n");
-  std::fclose(out);
-}
-// TEMP-DUMP-END
 
 void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
   const Program& p = plan.program;
@@ -218,7 +189,6 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     if (eqns[at(i)].live) slots.assign(i, p.eqns[at(i)], eqns[at(i)]);
   plan.stats.buffers = plan.buffer_vars.size();
   plan_releases(plan, eqns, l);
-  temp_dump_plan(plan, eqns);  // TEMP-DUMP
 }
 
 }  // namespace drx::exec

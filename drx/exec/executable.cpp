@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "drx/exec/plan.h"
 #include "drx/core/primitive.h"
+#include "drx/exec/plan.h"
 
 namespace drx {
 namespace exec {

@@ -60,4 +60,13 @@ class Executable {
 Executable compile(const Program& program, const Mesh& mesh = Mesh(),
                    const CompileOptions& options = {});
 
+class Primitive;
+namespace exec {
+// Whether the executor has a kernel of its own for `p` (it may still run an
+// equation on Primitive::eval for a dtype or layout its kernel does not cover).
+bool has_compiled_kernel(const Primitive& p);
+// The primitives the executor deliberately always runs on Primitive::eval.
+const std::vector<const Primitive*>& interpreter_only_primitives();
+}  // namespace exec
+
 }  // namespace drx

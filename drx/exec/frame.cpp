@@ -1,8 +1,8 @@
 // The per-call frame, and the kernels every equation can fall back to.
 #include <cstring>
 
-#include "drx/exec/plan.h"
 #include "drx/core/primitive.h"
+#include "drx/exec/plan.h"
 
 namespace drx::exec {
 

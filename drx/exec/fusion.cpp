@@ -11,10 +11,8 @@
 // column keep their own kernel.
 #include <algorithm>
 #include <map>
-#include <string>
 
 #include "drx/exec/kernels.h"
-#include "drx/ops/scalar_functions.h"
 
 namespace drx::exec {
 namespace {
@@ -23,58 +21,14 @@ constexpr int64_t kBlock = 256;
 constexpr size_t kMaxOps = 32;
 
 template <class T>
-using BlockFn = void (*)(const T* a, const T* b, T* y, int64_t n);
+using BlockFn = BlockLoop<T>;
 
-template <class T, class F, int SA>
-void unary_block(const T* a, const T*, T* y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) y[j] = F{}(a[j * SA]);
-}
-template <class T, class F, int SA, int SB>
-void binary_block(const T* a, const T* b, T* y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) y[j] = F{}(a[j * SA], b[j * SB]);
-}
-
-// The block function of one op for operands read in full (true) or as scalars.
-struct FusibleOp {
-  int arity = 1;
-  BlockFn<float> (*f32)(bool, bool) = nullptr;
-  BlockFn<double> (*f64)(bool, bool) = nullptr;
-};
-
-template <class T, class F>
-BlockFn<T> unary_fn(bool a, bool) {
-  return a ? unary_block<T, F, 1> : unary_block<T, F, 0>;
-}
-template <class T, class F>
-BlockFn<T> binary_fn(bool a, bool b) {
-  if (a && b) return binary_block<T, F, 1, 1>;
-  if (a) return binary_block<T, F, 1, 0>;
-  if (b) return binary_block<T, F, 0, 1>;
-  return binary_block<T, F, 0, 0>;
-}
-template <class F>
-FusibleOp unary_op() {
-  return {1, unary_fn<float, F>, unary_fn<double, F>};
-}
-template <class F>
-FusibleOp binary_op() {
-  return {2, binary_fn<float, F>, binary_fn<double, F>};
-}
-
-const std::map<std::string, FusibleOp>& fusible_ops() {
-  using namespace drx::scalar;
-  static const std::map<std::string, FusibleOp> ops = {
-      {"neg", unary_op<Neg>()},     {"exp", unary_op<Exp>()},
-      {"log", unary_op<Log>()},     {"log1p", unary_op<Log1p>()},
-      {"tanh", unary_op<Tanh>()},   {"logistic", unary_op<Logistic>()},
-      {"sqrt", unary_op<Sqrt>()},   {"rsqrt", unary_op<Rsqrt>()},
-      {"abs", unary_op<Abs>()},     {"sign", unary_op<Sign>()},
-      {"sin", unary_op<Sin>()},     {"cos", unary_op<Cos>()},
-      {"add", binary_op<Add>()},    {"sub", binary_op<Sub>()},
-      {"mul", binary_op<Mul>()},    {"div", binary_op<Div>()},
-      {"pow", binary_op<Pow>()},    {"maximum", binary_op<Max>()},
-      {"minimum", binary_op<Min>()}};
-  return ops;
+// The float arithmetic a fused tree can hold: a primitive that states its
+// scalar function (not a comparison) for operands of its result's dtype.
+const ScalarKernel* fusible_kernel(const Eqn& e) {
+  const ScalarKernel* k = e.prim->scalar_kernel();
+  if (!k || k->predicate() || static_cast<size_t>(k->arity()) != e.ins.size()) return nullptr;
+  return k;
 }
 
 // Where an op finds an operand: a temporary of the kernel, or input k (read in
@@ -144,7 +98,7 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
   std::vector<Step<T>> steps;
   for (size_t m = 0; m < members.size(); ++m) {
     const Eqn& e = p.eqns[members[m]];
-    const FusibleOp& op = fusible_ops().at(e.prim->name());
+    const ScalarKernel& op = *fusible_kernel(e);
     Step<T> st;
     Src srcs[2];
     srcs[1].index = -1;
@@ -161,10 +115,7 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
       srcs[k] = Src{o.second ? Src::full : Src::scalar, it->second};
       full[k] = o.second;
     }
-    if constexpr (std::is_same_v<T, float>)
-      st.fn = op.f32(full[0], full[1]);
-    else
-      st.fn = op.f64(full[0], full[1]);
+    st.fn = op.loop<T>(full[0], full[1]);
     st.a = srcs[0];
     st.b = srcs[1];
     if (m + 1 < members.size()) {
@@ -191,11 +142,9 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
     const Eqn& e = p.eqns[i];
     const EqnChoice& c = choices[i];
     if (!c.live || c.fallback || c.alias != Alias::elementwise || e.outs.size() != 1) continue;
-    auto op = fusible_ops().find(e.prim->name());
-    if (op == fusible_ops().end() || static_cast<size_t>(op->second.arity) != e.ins.size())
-      continue;
+    const ScalarKernel* op = fusible_kernel(e);
     const DType dt = cx.var(e.outs[0]).dtype;
-    if (!is_floating(dt)) continue;
+    if (!op || !is_floating(dt) || !op->covers(dt)) continue;
     bool ok = true;
     for (int v : e.ins) ok = ok && cx.var(v).dtype == dt && outside_operand(v, cx).has_value();
     fusible[i] = ok;

@@ -1,7 +1,10 @@
-// Kernel selection by primitive name, looked up once per equation at compile
-// time. Primitives absent from the table run on Primitive::eval.
+// Kernel selection, once per equation at compile time: by what the primitive
+// states about itself (a scalar function, a reduction), else by the table
+// keyed by primitive object. A primitive with neither runs on Primitive::eval
+// and must be on the interpreter-only list below; a test checks that every
+// registered primitive has a kernel or is on it.
 #include "drx/exec/kernels.h"
-#include "drx/core/primitive.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
@@ -10,7 +13,6 @@ const KernelTable& table() {
   static const KernelTable t = [] {
     KernelTable t;
     add_elementwise_kernels(t);
-    add_reduce_kernels(t);
     add_dot_kernels(t);
     add_shape_kernels(t);
     add_mapreduce_kernels(t);
@@ -24,9 +26,30 @@ const KernelTable& table() {
 }  // namespace
 
 std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx) {
-  auto it = table().find(e.prim->name());
+  if (e.prim->scalar_kernel()) return elementwise_kernel(e, cx);
+  if (e.prim->reduction()) return reduction_kernel(e, cx);
+  auto it = table().find(e.prim);
   if (it == table().end()) return std::nullopt;
   return it->second(e, cx);
+}
+
+bool has_compiled_kernel(const Primitive& p) {
+  return p.scalar_kernel() || p.reduction() || table().count(&p) != 0;
+}
+
+const std::vector<const Primitive*>& interpreter_only_primitives() {
+  static const std::vector<const Primitive*> list = {
+      // Folded into a constant buffer when the plan is made; never run per call.
+      &prims::constant(),
+      // Rare in training programs (index tables, joining a few parameters);
+      // their reference loops are fast enough, and no workload needs more yet.
+      &prims::iota(),
+      &prims::concatenate(),
+      // The transpose of take, in gradients of embedding lookups. A compiled
+      // kernel is due with the transformer workload (issue 19).
+      &prims::scatter_add(),
+  };
+  return list;
 }
 
 }  // namespace drx::exec

@@ -1,5 +1,5 @@
 #pragma once
-// Private to drx/exec: the table from primitive name to fast-kernel factory.
+// Private to drx/exec: the table from primitive object to fast-kernel factory.
 // A factory returns nullopt for cases it does not cover (a dtype, a layout),
 // and the equation then runs on Primitive::eval.
 #include <optional>
@@ -7,21 +7,25 @@
 #include <unordered_map>
 #include <vector>
 
-#include "drx/exec/plan.h"
 #include "drx/core/primitive.h"
+#include "drx/exec/plan.h"
 
 namespace drx::exec {
 
 using KernelFactory = std::optional<KernelSpec> (*)(const Eqn& e, const CompileContext& cx);
-using KernelTable = std::unordered_map<std::string, KernelFactory>;
+using KernelTable = std::unordered_map<const Primitive*, KernelFactory>;
 
 void add_elementwise_kernels(KernelTable& t);
-void add_reduce_kernels(KernelTable& t);
 void add_dot_kernels(KernelTable& t);
 void add_shape_kernels(KernelTable& t);
 void add_mapreduce_kernels(KernelTable& t);
 void add_index_kernels(KernelTable& t);
 void add_control_flow_kernels(KernelTable& t);
+
+// Kernels derived from what a primitive states about itself: its scalar
+// function (elementwise) or its reduction.
+std::optional<KernelSpec> elementwise_kernel(const Eqn& e, const CompileContext& cx);
+std::optional<KernelSpec> reduction_kernel(const Eqn& e, const CompileContext& cx);
 
 // A transpose of a matrix product, as one gemm that writes the transposed
 // product (the product's own equation is then unused and dropped).

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "drx/exec/kernels.h"
+#include "drx/transforms/cond.h"
 
 namespace drx::exec {
 namespace {
@@ -42,6 +43,6 @@ std::optional<KernelSpec> cond(const Eqn& e, const CompileContext&) {
 
 }  // namespace
 
-void add_control_flow_kernels(KernelTable& t) { t["cond"] = cond; }
+void add_control_flow_kernels(KernelTable& t) { t[&prims::cond()] = cond; }
 
 }  // namespace drx::exec

@@ -20,6 +20,7 @@
 #include <numeric>
 
 #include "drx/exec/kernels.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
@@ -158,16 +159,16 @@ bool only_use(const CompileContext& cx, int v) { return cx.uses[static_cast<size
 std::optional<GemmCall> gemm_of(int v, const CompileContext& cx) {
   const Eqn* e = cx.producer_of(v);
   if (!e) return std::nullopt;
-  if (e->prim->name() == "dot_general") {
+  if (e->prim == &prims::dot_general()) {
     std::optional<Gemm> g = float_gemm(*e, cx);
     if (!g) return std::nullopt;
     return GemmCall{e->ins[0], e->ins[1], v, *g};
   }
-  if (e->prim->name() != "transpose") return std::nullopt;
+  if (e->prim != &prims::transpose()) return std::nullopt;
   const auto* perm = param_ints(*e, "perm");
   if (!perm || *perm != std::vector<int64_t>{1, 0} || !only_use(cx, e->ins[0])) return std::nullopt;
   const Eqn* dot = cx.producer_of(e->ins[0]);
-  if (!dot || dot->prim->name() != "dot_general") return std::nullopt;
+  if (!dot || dot->prim != &prims::dot_general()) return std::nullopt;
   std::optional<Gemm> g = float_gemm(*dot, cx);
   if (!g || g->batch != 1) return std::nullopt;
   // C^T = op(B)^T op(A)^T: the operands swap and their flags flip.
@@ -211,7 +212,7 @@ std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx
     int scale = -1;
     int product = term;
     const Eqn* m = cx.producer_of(term);
-    if (m && m->prim->name() == "mul") {
+    if (m && m->prim == &prims::mul()) {
       for (int k = 0; k < 2 && scale < 0; ++k) {
         int s = scalar_source(m->ins[static_cast<size_t>(k)], cx);
         if (s >= 0) {
@@ -235,6 +236,6 @@ std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx
   return std::nullopt;
 }
 
-void add_dot_kernels(KernelTable& t) { t["dot_general"] = dot_general; }
+void add_dot_kernels(KernelTable& t) { t[&prims::dot_general()] = dot_general; }
 
 }  // namespace drx::exec

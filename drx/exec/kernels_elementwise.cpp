@@ -5,27 +5,23 @@
 #include <cstring>
 
 #include "drx/exec/kernels.h"
-#include "drx/ops/scalar_functions.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
 
-using namespace drx::scalar;
-
 // ---- kernels ---------------------------------------------------------------
-template <class T, class F>
+template <class T>
 class UnaryKernel : public Kernel {
  public:
-  UnaryKernel(const Eqn& e, int64_t n) : x_(e.ins[0]), y_(e.outs[0]), n_(n) {}
-  void run(Frame& f) const override {
-    const T* x = f.in<T>(x_);
-    T* y = f.out<T>(y_);
-    for (int64_t i = 0; i < n_; ++i) y[i] = F{}(x[i]);
-  }
+  UnaryKernel(const Eqn& e, int64_t n, BlockLoop<T> loop)
+      : x_(e.ins[0]), y_(e.outs[0]), n_(n), loop_(loop) {}
+  void run(Frame& f) const override { loop_(f.in<T>(x_), nullptr, f.out<T>(y_), n_); }
 
  private:
   int x_, y_;
   int64_t n_;
+  BlockLoop<T> loop_;
 };
 
 // Operands of binary ops and select may be read through a broadcast_in_dim
@@ -39,27 +35,25 @@ struct Operand {
   bool unit = true;
 };
 
-template <class T, class Out, class F, int SA, int SB>
+// One call of the primitive's block loop per row of the result.
+template <class T, class Out>
 class BinaryKernel : public Kernel {
  public:
-  BinaryKernel(Operand a, Operand b, int y, int64_t outer, int64_t inner)
-      : a_(a), b_(b), y_(y), outer_(outer), inner_(inner) {}
+  BinaryKernel(Operand a, Operand b, int y, int64_t outer, int64_t inner, BlockLoop<T, Out> loop)
+      : a_(a), b_(b), y_(y), outer_(outer), inner_(inner), loop_(loop) {}
   void run(Frame& f) const override {
     const T* a = f.in<T>(a_.var);
     const T* b = f.in<T>(b_.var);
     Out* y = f.out<Out>(y_);
-    for (int64_t o = 0; o < outer_; ++o) {
-      const T* ar = a + o * a_.outer;
-      const T* br = b + o * b_.outer;
-      Out* yr = y + o * inner_;
-      for (int64_t j = 0; j < inner_; ++j) yr[j] = static_cast<Out>(F{}(ar[j * SA], br[j * SB]));
-    }
+    for (int64_t o = 0; o < outer_; ++o)
+      loop_(a + o * a_.outer, b + o * b_.outer, y + o * inner_, inner_);
   }
 
  private:
   Operand a_, b_;
   int y_;
   int64_t outer_, inner_;
+  BlockLoop<T, Out> loop_;
 };
 
 // Branches are copied as bit patterns of their element size.
@@ -153,19 +147,13 @@ Access access(const Eqn& e, const CompileContext& cx, std::initializer_list<size
   return a;
 }
 
-template <class T, class Out, class F>
-std::optional<KernelSpec> make_binary(const Eqn& e, const Access& a) {
-  std::optional<KernelSpec> s;
+template <class T, class Out>
+std::optional<KernelSpec> make_binary(const Eqn& e, const Access& a, const ScalarKernel& k) {
   const Operand &x = a.ops[0], &y = a.ops[1];
-  const int y_var = e.outs[0];
-  if (x.unit && y.unit)
-    s = spec<BinaryKernel<T, Out, F, 1, 1>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
-  else if (x.unit)
-    s = spec<BinaryKernel<T, Out, F, 1, 0>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
-  else if (y.unit)
-    s = spec<BinaryKernel<T, Out, F, 0, 1>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
-  else
-    s = spec<BinaryKernel<T, Out, F, 0, 0>>(Alias::elementwise, x, y, y_var, a.outer, a.inner);
+  BlockLoop<T, Out> loop = k.loop<T, Out>(x.unit, y.unit);
+  if (!loop) return std::nullopt;
+  std::optional<KernelSpec> s =
+      spec<BinaryKernel<T, Out>>(Alias::elementwise, x, y, e.outs[0], a.outer, a.inner, loop);
   s->reads = a.reads();
   return s;
 }
@@ -206,44 +194,29 @@ int64_t size_of(const Eqn& e, const CompileContext& cx) {
   return num_elements(cx.var(e.outs[0]).shape);
 }
 
-template <class F>
-std::optional<KernelSpec> unary(const Eqn& e, const CompileContext& cx) {
-  const int64_t n = size_of(e, cx);
-  switch (cx.var(e.ins[0]).dtype) {
-    case DType::f32:
-      return spec<UnaryKernel<float, F>>(Alias::elementwise, e, n);
-    case DType::f64:
-      return spec<UnaryKernel<double, F>>(Alias::elementwise, e, n);
-    default:
-      return std::nullopt;
-  }
+template <class T>
+std::optional<KernelSpec> unary(const Eqn& e, const CompileContext& cx, const ScalarKernel& k) {
+  BlockLoop<T> loop = k.loop<T>(true, true);
+  if (!loop) return std::nullopt;
+  return spec<UnaryKernel<T>>(Alias::elementwise, e, size_of(e, cx), loop);
 }
 
-template <class F>
-std::optional<KernelSpec> binary(const Eqn& e, const CompileContext& cx) {
-  if constexpr (std::is_same_v<F, Add> || std::is_same_v<F, Sub>)
-    if (std::optional<KernelSpec> gemm = accumulated_dot(e, cx, std::is_same_v<F, Sub>))
+// Arithmetic on floats may read operands through broadcasts; comparisons of
+// integers and bools read them in full.
+template <class T>
+std::optional<KernelSpec> binary(const Eqn& e, const CompileContext& cx, const ScalarKernel& k) {
+  if (k.predicate()) {
+    const bool through_broadcasts = is_floating(cx.var(e.ins[0]).dtype);
+    return make_binary<T, uint8_t>(e,
+                                   access(e, cx,
+                                          through_broadcasts ? std::initializer_list<size_t>{0, 1}
+                                                             : std::initializer_list<size_t>{}),
+                                   k);
+  }
+  if (e.prim == &prims::add() || e.prim == &prims::sub())
+    if (std::optional<KernelSpec> gemm = accumulated_dot(e, cx, e.prim == &prims::sub()))
       return gemm;
-  switch (cx.var(e.ins[0]).dtype) {
-    case DType::f32:
-      return make_binary<float, float, F>(e, access(e, cx, {0, 1}));
-    case DType::f64:
-      return make_binary<double, double, F>(e, access(e, cx, {0, 1}));
-    default:
-      return std::nullopt;
-  }
-}
-
-// Comparisons of any dtype the primitive accepts: the reference applies the
-// C++ operator to the stored values, as this does. Float operands may be read
-// through broadcasts; integer and bool ones are read in full.
-template <class F>
-std::optional<KernelSpec> compare(const Eqn& e, const CompileContext& cx) {
-  const DType d = cx.var(e.ins[0]).dtype;
-  if (d == DType::f32) return make_binary<float, uint8_t, F>(e, access(e, cx, {0, 1}));
-  if (d == DType::f64) return make_binary<double, uint8_t, F>(e, access(e, cx, {0, 1}));
-  const Access full = access(e, cx, {});
-  return dispatch_dtype(d, [&](auto t) { return make_binary<decltype(t), uint8_t, F>(e, full); });
+  return make_binary<T, T>(e, access(e, cx, {0, 1}), k);
 }
 
 std::optional<KernelSpec> select(const Eqn& e, const CompileContext& cx) {
@@ -277,34 +250,24 @@ std::optional<KernelSpec> convert(const Eqn& e, const CompileContext& cx) {
 
 }  // namespace
 
+// The kernel of any primitive that states its scalar function.
+std::optional<KernelSpec> elementwise_kernel(const Eqn& e, const CompileContext& cx) {
+  const ScalarKernel& k = *e.prim->scalar_kernel();
+  const DType d = cx.var(e.ins.at(0)).dtype;
+  if (!k.covers(d) || static_cast<size_t>(k.arity()) != e.ins.size()) return std::nullopt;
+  return dispatch_dtype(d, [&](auto t) -> std::optional<KernelSpec> {
+    using T = decltype(t);
+    if (k.arity() == 1) {
+      if constexpr (std::is_floating_point_v<T>) return unary<T>(e, cx, k);
+      return std::nullopt;
+    }
+    return binary<T>(e, cx, k);
+  });
+}
+
 void add_elementwise_kernels(KernelTable& t) {
-  t["neg"] = unary<Neg>;
-  t["exp"] = unary<Exp>;
-  t["log"] = unary<Log>;
-  t["log1p"] = unary<Log1p>;
-  t["tanh"] = unary<Tanh>;
-  t["logistic"] = unary<Logistic>;
-  t["sqrt"] = unary<Sqrt>;
-  t["rsqrt"] = unary<Rsqrt>;
-  t["abs"] = unary<Abs>;
-  t["sign"] = unary<Sign>;
-  t["sin"] = unary<Sin>;
-  t["cos"] = unary<Cos>;
-  t["add"] = binary<Add>;
-  t["sub"] = binary<Sub>;
-  t["mul"] = binary<Mul>;
-  t["div"] = binary<Div>;
-  t["pow"] = binary<Pow>;
-  t["maximum"] = binary<Max>;
-  t["minimum"] = binary<Min>;
-  t["less"] = compare<Less>;
-  t["less_equal"] = compare<LessEqual>;
-  t["greater"] = compare<Greater>;
-  t["greater_equal"] = compare<GreaterEqual>;
-  t["equal"] = compare<Equal>;
-  t["not_equal"] = compare<NotEqual>;
-  t["select"] = select;
-  t["convert"] = convert;
+  t[&prims::select()] = select;
+  t[&prims::convert()] = convert;
 }
 
 }  // namespace drx::exec

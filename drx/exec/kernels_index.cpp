@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "drx/exec/kernels.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
@@ -57,6 +58,6 @@ std::optional<KernelSpec> take(const Eqn& e, const CompileContext& cx) {
 
 }  // namespace
 
-void add_index_kernels(KernelTable& t) { t["take"] = take; }
+void add_index_kernels(KernelTable& t) { t[&prims::take()] = take; }
 
 }  // namespace drx::exec

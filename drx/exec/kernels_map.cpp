@@ -8,6 +8,7 @@
 #include "drx/exec/kernels.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
+#include "drx/mapreduce/primitives.h"
 
 namespace drx::exec {
 
@@ -16,7 +17,7 @@ size_t client_row_bytes(const VarInfo& v) {
 }
 
 const Program* map_body(const Eqn& e) {
-  if (e.prim->name() != "map_fn" || !e.params.has("body")) return nullptr;
+  if (e.prim != &prims::map_fn() || !e.params.has("body")) return nullptr;
   const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at("body", "map_fn"));
   return body ? body->get() : nullptr;
 }
@@ -25,7 +26,7 @@ ClientOperands::ClientOperands(const Eqn& e, const CompileContext& cx)
     : clients_(cx.var(e.ins[0]).shape.at(0)) {
   for (int v : e.ins) {
     const Eqn* b = cx.producer_of(v);
-    if (b && b->prim->name() == "broadcast") {
+    if (b && b->prim == &prims::broadcast()) {
       vars_.push_back(b->ins[0]);
       row_.push_back(0);
     } else {
@@ -91,6 +92,6 @@ std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
 
 }  // namespace
 
-void add_mapreduce_kernels(KernelTable& t) { t["map_fn"] = map_fn; }
+void add_mapreduce_kernels(KernelTable& t) { t[&prims::map_fn()] = map_fn; }
 
 }  // namespace drx::exec

@@ -152,13 +152,11 @@ std::unique_ptr<RowReducer> make_row_reducer(DType dtype, ReduceKind kind, int64
   }
 }
 
-void add_reduce_kernels(KernelTable& t) {
-  t["sum"] = axis_reduce<ReduceKind::sum>;
-  t["max"] = axis_reduce<ReduceKind::max>;
-  t["min"] = axis_reduce<ReduceKind::min>;
-  t["reduce_sum"] = placement_reduce<ReduceKind::sum>;
-  t["reduce_max"] = placement_reduce<ReduceKind::max>;
-  t["reduce_min"] = placement_reduce<ReduceKind::min>;
+std::optional<KernelSpec> reduction_kernel(const Eqn& e, const CompileContext& cx) {
+  const ReduceKind kind = *e.prim->reduction();
+  return dispatch_reduce(kind, [&](auto k) {
+    return e.prim->placement_aware() ? placement_reduce<k()>(e, cx) : axis_reduce<k()>(e, cx);
+  });
 }
 
 }  // namespace drx::exec

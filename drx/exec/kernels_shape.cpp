@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "drx/exec/kernels.h"
+#include "drx/mapreduce/primitives.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
@@ -141,13 +143,13 @@ Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t of
 }
 
 std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx) {
-  const std::string& name = e.prim->name();
-  if ((name != "broadcast" && name != "broadcast_in_dim") || e.ins.size() != 1 ||
+  const bool over_placement = e.prim == &prims::broadcast();
+  if ((!over_placement && e.prim != &prims::broadcast_in_dim()) || e.ins.size() != 1 ||
       e.outs.size() != 1)
     return std::nullopt;
   const VarInfo& x = cx.var(e.ins[0]);
   const Shape& shape = cx.var(e.outs[0]).shape;
-  if (name == "broadcast") {  // over a placement: stride 0 over the clients
+  if (over_placement) {  // stride 0 over the clients
     std::vector<int64_t> st = strides_of(shape);
     if (st.empty()) return std::nullopt;
     st[0] = 0;
@@ -161,13 +163,13 @@ std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx) {
 }
 
 void add_shape_kernels(KernelTable& t) {
-  t["reshape"] = view;
-  t["place"] = view;
-  t["stop_gradient"] = view;
-  t["transpose"] = transpose;
-  t["broadcast_in_dim"] = broadcast_in_dim;
-  t["slice"] = slice;
-  t["broadcast"] = broadcast_in_dim;  // [n, ...] copies: stride 0 over the clients
+  t[&prims::reshape()] = view;
+  t[&prims::place()] = view;
+  t[&prims::stop_gradient()] = view;
+  t[&prims::transpose()] = transpose;
+  t[&prims::broadcast_in_dim()] = broadcast_in_dim;
+  t[&prims::slice()] = slice;
+  t[&prims::broadcast()] = broadcast_in_dim;  // [n, ...] copies: stride 0 over the clients
 }
 
 }  // namespace drx::exec

@@ -5,11 +5,11 @@
 // instead of all clients' results, and the bits equal the unfused kernels'.
 #include <memory>
 
+#include "drx/core/primitive.h"
 #include "drx/exec/blas_threads.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
 #include "drx/exec/tree_stack.h"
-#include "drx/core/primitive.h"
 
 namespace drx::exec {
 namespace {
@@ -70,12 +70,10 @@ class MapReduceKernel : public Kernel {
   Sharding sharding_;
 };
 
+// The reduction over a placement that `e` is, if any.
 std::optional<ReduceKind> reduce_kind(const Eqn& e) {
-  const std::string& name = e.prim->name();
-  if (name == "reduce_sum") return ReduceKind::sum;
-  if (name == "reduce_max") return ReduceKind::max;
-  if (name == "reduce_min") return ReduceKind::min;
-  return std::nullopt;
+  if (!e.prim->placement_aware()) return std::nullopt;
+  return e.prim->reduction();
 }
 
 // The reductions that are the only readers of map_fn equation i's results,

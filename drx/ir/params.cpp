@@ -48,8 +48,7 @@ bool same_structure(const Program& p, const Program& q) {
 bool attr_equal(const Attr& a, const Attr& b) {
   if (a.index() != b.index()) return false;
   if (auto* x = std::get_if<Array>(&a)) return x->bitwise_equal(std::get<Array>(b));
-  if (auto* p = std::get_if<std::shared_ptr<const Program>>(&a))
-  {
+  if (auto* p = std::get_if<std::shared_ptr<const Program>>(&a)) {
     const auto& q = std::get<std::shared_ptr<const Program>>(b);
     return *p == q || (*p && q && same_structure(**p, *q));
   }
@@ -59,7 +58,8 @@ bool attr_equal(const Attr& a, const Attr& b) {
   }
   if (auto* i = std::get_if<int64_t>(&a)) return *i == std::get<int64_t>(b);
   if (auto* str = std::get_if<std::string>(&a)) return *str == std::get<std::string>(b);
-  if (auto* v = std::get_if<std::vector<int64_t>>(&a)) return *v == std::get<std::vector<int64_t>>(b);
+  if (auto* v = std::get_if<std::vector<int64_t>>(&a))
+    return *v == std::get<std::vector<int64_t>>(b);
   return std::get<DType>(a) == std::get<DType>(b);
 }
 

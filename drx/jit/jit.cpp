@@ -1,8 +1,8 @@
 #include "drx/jit/jit.h"
 
+#include "drx/core/primitive.h"
 #include "drx/exec/executable.h"
 #include "drx/ops/ops.h"
-#include "drx/core/primitive.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 

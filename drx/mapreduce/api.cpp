@@ -1,18 +1,18 @@
-#include "drx/mapreduce/mapreduce.h"
-
-#include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
+#include "drx/mapreduce/mapreduce.h"
+#include "drx/mapreduce/primitives.h"
+#include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 
 namespace drx {
 
 Value emit_broadcast(const Value& x, const std::string& placement, int64_t size) {
-  static const Primitive& p = primitive("broadcast");
+  const Primitive& p = prims::broadcast();
   return emit1(p, {x}, Params{{"placement", placement}, {"size", size}});
 }
 
 Value emit_reduce_sum(const Value& x) {
-  static const Primitive& p = primitive("reduce_sum");
+  const Primitive& p = prims::reduce_sum();
   return emit1(p, {x}, Params{{"placement", x.type().placement}});
 }
 
@@ -24,10 +24,10 @@ void require_placed(const char* op, const Value& x) {
                 "drx::broadcast, drx::map_fn or a placed program argument)");
 }
 
-Value reduce_with(const char* op, const Value& x) {
+Value reduce_with(const char* op, const Primitive& prim, const Value& x) {
   require_program_scope(op);
   require_placed(op, x);
-  return emit1(primitive(op), {x}, Params{{"placement", x.type().placement}});
+  return emit1(prim, {x}, Params{{"placement", x.type().placement}});
 }
 
 Tree map_leaves(const Tree& t, Value (*fn)(const Value&)) {
@@ -54,9 +54,9 @@ Tree broadcast(const Tree& x, const std::string& placement) {
   return tree_map([&](const Value& v) { return broadcast(v, placement); }, x);
 }
 
-Value reduce_sum(const Value& x) { return reduce_with("reduce_sum", x); }
-Value reduce_max(const Value& x) { return reduce_with("reduce_max", x); }
-Value reduce_min(const Value& x) { return reduce_with("reduce_min", x); }
+Value reduce_sum(const Value& x) { return reduce_with("reduce_sum", prims::reduce_sum(), x); }
+Value reduce_max(const Value& x) { return reduce_with("reduce_max", prims::reduce_max(), x); }
+Value reduce_min(const Value& x) { return reduce_with("reduce_min", prims::reduce_min(), x); }
 
 Value reduce_mean(const Value& x) {
   require_program_scope("reduce_mean");
@@ -111,7 +111,7 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
     MapBodyScope in_body;
     body = trace_tree_fn(f, args, per_client, "body", "map_fn");
   }
-  static const Primitive& p = primitive("map_fn");
+  const Primitive& p = prims::map_fn();
   Values outs = emit(p, leaves,
                      Params{{"placement", placement},
                             {"body", std::make_shared<const Program>(std::move(body.program))}});
@@ -124,8 +124,8 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
       throw Error("program: must be called on Values inside a trace (wrap it in drx::jit)");
     PlacementScope scope(placements);
     if (!in_placements.empty() && in_placements.size() != args.size())
-      throw Error("program: " + std::to_string(in_placements.size()) +
-                  " in_placements given for " + std::to_string(args.size()) + " arguments");
+      throw Error("program: " + std::to_string(in_placements.size()) + " in_placements given for " +
+                  std::to_string(args.size()) + " arguments");
     std::vector<Tree> placed;
     for (size_t a = 0; a < args.size(); ++a) {
       Values leaves = leaf_values(args[a]);
@@ -139,8 +139,8 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
             int64_t n = placement_size(target, "program");
             if (t.shape.empty() || t.shape[0] != n)
               throw Error("program: argument " + std::to_string(a) + " (" + t.str() +
-                          ") is to be placed at '" + target + "' but its leading dimension is not " +
-                          std::to_string(n));
+                          ") is to be placed at '" + target +
+                          "' but its leading dimension is not " + std::to_string(n));
           }
         } else if (!t.shape.empty()) {
           int matches = 0;

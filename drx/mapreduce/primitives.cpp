@@ -1,18 +1,18 @@
 // The MapReduce building blocks as primitives. Their rules close over the
 // family: the derivative of a MapReduce program is a MapReduce program.
+#include "drx/mapreduce/primitives.h"
+
 #include <cstring>
 
 #include "drx/core/interpret.h"
+#include "drx/core/primitive.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/ops/ops.h"
-#include "drx/core/primitive.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
 
 namespace drx {
 namespace {
-
-const Primitive& prim(const char* name) { return primitive(name); }
 
 Type per_client(const Type& t) {
   Type c(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
@@ -71,7 +71,7 @@ class BroadcastPrim : public Primitive {
   }
   MaybeValues vjp(const Values&, const Values&, const MaybeValues& ct,
                   const Params& p) const override {
-    return {emit1(prim("reduce_sum"), {*ct[0]}, Params{{"placement", p.at("placement", name())}})};
+    return {emit1(prims::reduce_sum(), {*ct[0]}, Params{{"placement", p.at("placement", name())}})};
   }
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
                             const Params& p) const override {
@@ -122,7 +122,8 @@ class PlacementReducePrim : public Primitive {
     if (n == 0 || width == 0) return {out};
     dispatch_dtype(x.dtype(), [&](auto t) {
       using T = decltype(t);
-      dispatch_reduce(kind_, [&](auto k) { tree_reduce<k()>(x.data<T>(), 0, n, width, out.data<T>()); });
+      dispatch_reduce(kind_,
+                      [&](auto k) { tree_reduce<k()>(x.data<T>(), 0, n, width, out.data<T>()); });
     });
     return {out};
   }
@@ -137,10 +138,10 @@ class PlacementReducePrim : public Primitive {
                   const Params& p) const override {
     int64_t n = x[0].shape()[0];
     Params bp{{"placement", p.at("placement", name())}, {"size", n}};
-    Value spread = emit1(prim("broadcast"), {*ct[0]}, bp);
+    Value spread = emit1(prims::broadcast(), {*ct[0]}, bp);
     if (kind_ == ReduceKind::sum) return {spread};
     Value mask = ties(x[0], outs[0]);
-    Value count = emit1(prim("broadcast"), {emit_reduce_sum(astype(mask, x[0].dtype()))}, bp);
+    Value count = emit1(prims::broadcast(), {emit_reduce_sum(astype(mask, x[0].dtype()))}, bp);
     return {where(mask, spread / count, zeros_like(spread))};
   }
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
@@ -153,7 +154,7 @@ class PlacementReducePrim : public Primitive {
   // Where x attains the reduced value (derivatives are shared among ties).
   static Value ties(const Value& x, const Value& reduced) {
     Params bp{{"placement", x.type().placement}, {"size", x.shape()[0]}};
-    return equal(x, emit1(prim("broadcast"), {reduced}, bp));
+    return equal(x, emit1(prims::broadcast(), {reduced}, bp));
   }
   ReduceKind kind_;
 };
@@ -274,12 +275,35 @@ class MapFnPrim : public Primitive {
 
 }  // namespace
 
+namespace prims {
+const Primitive& broadcast() {
+  static const BroadcastPrim p;
+  return p;
+}
+const Primitive& map_fn() {
+  static const MapFnPrim p;
+  return p;
+}
+const Primitive& reduce_sum() {
+  static const PlacementReducePrim p("reduce_sum", ReduceKind::sum);
+  return p;
+}
+const Primitive& reduce_max() {
+  static const PlacementReducePrim p("reduce_max", ReduceKind::max);
+  return p;
+}
+const Primitive& reduce_min() {
+  static const PlacementReducePrim p("reduce_min", ReduceKind::min);
+  return p;
+}
+}  // namespace prims
+
 DRX_PRIMITIVE_FAMILY(mapreduce) {
-  registry.add(std::make_unique<BroadcastPrim>());
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_sum", ReduceKind::sum));
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_max", ReduceKind::max));
-  registry.add(std::make_unique<PlacementReducePrim>("reduce_min", ReduceKind::min));
-  registry.add(std::make_unique<MapFnPrim>());
+  registry.add(prims::broadcast());
+  registry.add(prims::reduce_sum());
+  registry.add(prims::reduce_max());
+  registry.add(prims::reduce_min());
+  registry.add(prims::map_fn());
 }
 
 }  // namespace drx

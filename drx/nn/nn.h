@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "drx/array/array.h"
-#include "drx/trace/tree.h"
 #include "drx/core/value.h"
+#include "drx/trace/tree.h"
 
 namespace drx::nn {
 

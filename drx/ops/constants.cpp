@@ -1,7 +1,7 @@
 // Primitives with no inputs: literal constants and iota.
+#include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {
@@ -10,7 +10,8 @@ class ConstantPrim : public Primitive {
  public:
   ConstantPrim() : Primitive("constant") {}
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
-    if (!ins.empty()) throw TypeError("constant: takes no operands, got " + std::to_string(ins.size()));
+    if (!ins.empty())
+      throw TypeError("constant: takes no operands, got " + std::to_string(ins.size()));
     const Array& a = p.get_array("value", name());
     return {Type(a.dtype(), a.shape())};
   }

@@ -79,7 +79,6 @@ class UnaryPrim : public Primitive {
 
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }
 
-
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     if (!accepts(D, ins[0].dtype))

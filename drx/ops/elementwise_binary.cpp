@@ -5,8 +5,8 @@
 // rules never need to sum a cotangent back down to a smaller shape.
 #include <cmath>
 
-#include "drx/ops/elementwise_kernels.h"
 #include "drx/core/lowering.h"
+#include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 
@@ -149,7 +149,8 @@ DRX_PRIMITIVE_FAMILY(elementwise_binary) {
   registry.add(prims::add());
   registry.add(prims::sub());
   registry.add(prims::mul());
-  registry.add(std::make_unique<BinaryPrim<Div>>("div", "stablehlo.divide", div_partial, Neutral{{}, 1.0}));
+  registry.add(
+      std::make_unique<BinaryPrim<Div>>("div", "stablehlo.divide", div_partial, Neutral{{}, 1.0}));
   registry.add(std::make_unique<BinaryPrim<Pow>>("pow", "stablehlo.power", pow_partial));
   registry.add(std::make_unique<BinaryPrim<Max>>("maximum", "stablehlo.maximum", max_partial));
   registry.add(std::make_unique<BinaryPrim<Min>>("minimum", "stablehlo.minimum", min_partial));
@@ -162,15 +163,18 @@ using elementwise::BinaryPrim;
 using elementwise::Neutral;
 
 const Primitive& add() {
-  static const BinaryPrim<scalar::Add> p("add", "stablehlo.add", elementwise::add_partial, Neutral{0.0, 0.0});
+  static const BinaryPrim<scalar::Add> p("add", "stablehlo.add", elementwise::add_partial,
+                                         Neutral{0.0, 0.0});
   return p;
 }
 const Primitive& sub() {
-  static const BinaryPrim<scalar::Sub> p("sub", "stablehlo.subtract", elementwise::sub_partial, Neutral{{}, 0.0});
+  static const BinaryPrim<scalar::Sub> p("sub", "stablehlo.subtract", elementwise::sub_partial,
+                                         Neutral{{}, 0.0});
   return p;
 }
 const Primitive& mul() {
-  static const BinaryPrim<scalar::Mul> p("mul", "stablehlo.multiply", elementwise::mul_partial, Neutral{1.0, 1.0});
+  static const BinaryPrim<scalar::Mul> p("mul", "stablehlo.multiply", elementwise::mul_partial,
+                                         Neutral{1.0, 1.0});
   return p;
 }
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "drx/array/array.h"
-#include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/ops.h"
 #include "drx/ops/scalar_functions.h"
 
 namespace drx::elementwise {
@@ -100,6 +100,5 @@ bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& 
 // fill() with a copy of x's shape. Not zeros_like(x): that passes fill() a
 // reference to x's shape inside the trace, which the constant fill() emits
 // first can reallocate away.
-
 
 }  // namespace drx::elementwise

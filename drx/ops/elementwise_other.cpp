@@ -14,7 +14,6 @@ class ComparePrim : public Primitive {
   explicit ComparePrim(std::string name) : Primitive(std::move(name)) {}
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }
 
-
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 2);
     if (ins[0].dtype != ins[1].dtype || ins[0].shape != ins[1].shape)
@@ -117,7 +116,6 @@ class ConvertPrim : public Primitive {
                                          const Params&) const override {
     return 0;
   }
-
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);

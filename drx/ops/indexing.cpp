@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <numeric>
 
+#include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

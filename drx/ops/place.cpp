@@ -1,8 +1,8 @@
 // `place`: retypes a value as placed at a placement (or unplaced again). It is
 // how program arguments enter a placement and how numbers meet placed values.
+#include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {

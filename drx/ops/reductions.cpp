@@ -8,8 +8,8 @@
 #include <cmath>
 #include <limits>
 
-#include "drx/ops/ops.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/ops.h"
 
 namespace drx {
 namespace {
@@ -64,6 +64,9 @@ void reduce_kernel(const Array& x, const std::vector<int64_t>& axes, Array& out)
   T* dst = out.data<T>();
   for (size_t j = 0; j < acc.size(); ++j) dst[j] = static_cast<T>(acc[j]);
 }
+
+// The sum, max or min primitive object.
+const Primitive& reduction_primitive(ReduceKind kind);
 
 class ReducePrim : public Primitive {
  public:
@@ -139,8 +142,7 @@ class ReducePrim : public Primitive {
 
  private:
   Value sum_prim(const Value& x, const Params& p) const {
-    static const Primitive& s = primitive("sum");
-    return emit1(s, {x}, p);
+    return emit1(reduction_primitive(ReduceKind::sum), {x}, p);
   }
 
   // Derivative of max/min: positions equal to the result, and how many there
@@ -157,6 +159,12 @@ class ReducePrim : public Primitive {
 
   ReduceKind kind_;
 };
+
+const Primitive& reduction_primitive(ReduceKind kind) {
+  static const ReducePrim sum_p("sum", ReduceKind::sum), max_p("max", ReduceKind::max),
+      min_p("min", ReduceKind::min);
+  return kind == ReduceKind::sum ? sum_p : kind == ReduceKind::max ? max_p : min_p;
+}
 
 // Public-side axes: negative allowed, any order, no duplicates; empty = all.
 std::vector<int64_t> normalize_axes(const char* op, const Value& x,
@@ -182,11 +190,10 @@ std::vector<int64_t> normalize_axes(const char* op, const Value& x,
 }
 
 Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  static const Primitive& sum_p = primitive("sum");
-  static const Primitive& max_p = primitive("max");
-  static const Primitive& min_p = primitive("min");
   const std::string_view name(op);
-  const Primitive& prim = name == "sum" ? sum_p : name == "max" ? max_p : min_p;
+  const Primitive& prim = reduction_primitive(name == "sum"   ? ReduceKind::sum
+                                              : name == "max" ? ReduceKind::max
+                                                              : ReduceKind::min);
   std::vector<int64_t> norm = normalize_axes(op, x, axes);
   Value y = emit1(prim, {x}, Params{{"axes", norm}});
   if (!keepdims) return y;
@@ -198,9 +205,9 @@ Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, b
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(reductions) {
-  registry.add(std::make_unique<ReducePrim>("sum", ReduceKind::sum));
-  registry.add(std::make_unique<ReducePrim>("max", ReduceKind::max));
-  registry.add(std::make_unique<ReducePrim>("min", ReduceKind::min));
+  registry.add(reduction_primitive(ReduceKind::sum));
+  registry.add(reduction_primitive(ReduceKind::max));
+  registry.add(reduction_primitive(ReduceKind::min));
 }
 
 // An empty `axes` list reduces every axis (as the header promises), so

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <numeric>
 
+#include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
-#include "drx/core/primitive.h"
 
 namespace drx {
 namespace {
@@ -84,10 +84,16 @@ class ReshapePrim : public Primitive {
     check_arity(name(), ins, 1);
     const Shape& shape = p.get_ints("shape", name());
     check_dims_nonneg(name(), shape);
-    if (num_elements(shape) != ins[0].size())
+    // Unlike a type's shape, an attribute's is unbounded (parsed text): -1 when its element
+    // count overflows int64.
+    int64_t elements = std::count(shape.begin(), shape.end(), 0) ? 0 : 1;
+    for (int64_t d : shape)
+      if (elements > 0 && __builtin_mul_overflow(elements, d, &elements)) elements = -1;
+    if (elements != ins[0].size())
       throw TypeError("reshape: cannot reshape " + ins[0].str() + " (" +
                       std::to_string(ins[0].size()) + " elements) to shape " + shape_str(shape) +
-                      " (" + std::to_string(num_elements(shape)) + " elements)");
+                      " (" + (elements < 0 ? "more than 2^63" : std::to_string(elements)) +
+                      " elements)");
     return {out_type(ins[0], shape)};
   }
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
@@ -279,7 +285,11 @@ class ConcatenatePrim : public Primitive {
         throw TypeError("concatenate: operand " + t.str() + " does not match " + f.str() +
                         " (same dtype and shape expected, except along axis " +
                         std::to_string(axis) + ")");
-      out[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
+      // Each operand's dim is bounded, but enough operands overflow the sum.
+      if (__builtin_add_overflow(out[static_cast<size_t>(axis)], t.shape[static_cast<size_t>(axis)],
+                                 &out[static_cast<size_t>(axis)]))
+        throw TypeError("concatenate: " + std::to_string(ins.size()) + " operands like " + f.str() +
+                        " have more than 2^63 elements along axis " + std::to_string(axis));
     }
     return {out_type(f, out)};
   }

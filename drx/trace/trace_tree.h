@@ -1,8 +1,8 @@
 #pragma once
 #include <vector>
 
-#include "drx/trace/function.h"
 #include "drx/core/trace.h"
+#include "drx/trace/function.h"
 
 namespace drx {
 

@@ -16,11 +16,11 @@ class Tree {
  public:
   enum class Kind { value, array, list, dict };
 
-  Tree() : kind_(Kind::list) {}  // the empty list
-  Tree(Value v) : kind_(Kind::value), value_(std::move(v)) {}   // NOLINT: leaves convert
-  Tree(Array a) : kind_(Kind::array), array_(std::move(a)) {}   // NOLINT
-  Tree(const std::vector<Value>& vs);                           // NOLINT: a list of leaves
-  Tree(const std::vector<Array>& as);                           // NOLINT
+  Tree() : kind_(Kind::list) {}                                // the empty list
+  Tree(Value v) : kind_(Kind::value), value_(std::move(v)) {}  // NOLINT: leaves convert
+  Tree(Array a) : kind_(Kind::array), array_(std::move(a)) {}  // NOLINT
+  Tree(const std::vector<Value>& vs);                          // NOLINT: a list of leaves
+  Tree(const std::vector<Array>& as);                          // NOLINT
   static Tree list(std::vector<Tree> children);
   static Tree dict(std::vector<std::pair<std::string, Tree>> items);
 

@@ -1,15 +1,15 @@
 // The cond primitive: one class with all its rules, each a transformation of
 // the two branch programs (jvp, vjp and vmap of a cond are conds of the
 // branches' jvp, vjp and vmap programs).
-#include "drx/core/interpret.h"
 #include "drx/transforms/cond.h"
 
 #include <algorithm>
 #include <memory>
 
-#include "drx/ops/ops.h"
+#include "drx/core/interpret.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
@@ -135,7 +135,12 @@ Program with_extra_inputs(Program p, const std::vector<Type>& types) {
 
 }  // namespace
 
-DRX_PRIMITIVE_FAMILY(control_flow) { registry.add(std::make_unique<CondPrim>()); }
+const Primitive& prims::cond() {
+  static const CondPrim p;
+  return p;
+}
+
+DRX_PRIMITIVE_FAMILY(control_flow) { registry.add(prims::cond()); }
 
 Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
           const Tree& operands) {
@@ -180,7 +185,7 @@ Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
   args.insert(args.end(), leaves.begin(), leaves.end());
   for (int b = 0; b < 2; ++b)
     args.insert(args.end(), traced[b].captured.begin(), traced[b].captured.end());
-  static const Primitive& p = primitive("cond");
+  const Primitive& p = prims::cond();
   Values outs = emit(p, args,
                      Params{{kBranches[0], shared(std::move(false_branch))},
                             {kBranches[1], shared(std::move(true_branch))}});

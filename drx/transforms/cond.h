@@ -8,8 +8,8 @@
 // batched predicate evaluates both branches and selects per example.
 #include <functional>
 
-#include "drx/trace/tree.h"
 #include "drx/core/value.h"
+#include "drx/trace/tree.h"
 
 namespace drx {
 
@@ -19,5 +19,11 @@ using BranchFn = std::function<Tree(const Tree&)>;
 // structure or types.
 Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
           const Tree& operands);
+
+class Primitive;
+namespace prims {
+// The cond primitive object, for the executor's kernel binding.
+const Primitive& cond();
+}  // namespace prims
 
 }  // namespace drx

@@ -1,9 +1,11 @@
 #include "drx/transforms/simplify.h"
 
+#include <cstdint>
 #include <map>
 #include <optional>
 
 #include "drx/core/primitive.h"
+#include "drx/ops/primitives.h"
 
 namespace drx {
 
@@ -88,36 +90,21 @@ class Simplifier {
     for (auto& [key, body] : bodies) e.params.set(key, body);
   }
 
-  // x*1, 1*x, x/1, x+0, 0+x, x-0, no-op reshapes/transposes/converts/broadcasts.
+  // x*1, 1*x, x/1, x+0, 0+x, x-0, no-op reshapes/transposes/converts/broadcasts:
+  // each primitive states which of its operands it would return unchanged.
   std::optional<int> algebraic_identity(const Eqn& e) const {
-    const std::string& n = e.prim->name();
-    const Type& out = type(e.outs[0]);
-    auto same_type = [&](int v) { return type(v) == out; };
-    if (e.ins.size() == 2) {
-      int a = e.ins[0], b = e.ins[1];
-      std::optional<double> sa = splat(a), sb = splat(b);
-      if ((n == "mul" && sb == 1.0) || (n == "div" && sb == 1.0) || (n == "add" && sb == 0.0) ||
-          (n == "sub" && sb == 0.0))
-        if (same_type(a)) return a;
-      if ((n == "mul" && sa == 1.0) || (n == "add" && sa == 0.0))
-        if (same_type(b)) return b;
-    }
-    if (e.ins.size() == 1 && same_type(e.ins[0])) {
-      if (n == "reshape" || n == "convert" || n == "broadcast_in_dim") return e.ins[0];
-      if (n == "transpose") {
-        const std::vector<int64_t>& perm = e.params.get_ints("perm", n);
-        bool identity = true;
-        for (size_t i = 0; i < perm.size(); ++i)
-          identity = identity && perm[i] == static_cast<int64_t>(i);
-        if (identity) return e.ins[0];
-      }
-    }
-    return std::nullopt;
+    std::vector<std::optional<double>> splats;
+    for (int v : e.ins) splats.push_back(splat(v));
+    std::optional<size_t> k = e.prim->identity_operand(splats, e.params);
+    if (!k || *k >= e.ins.size()) return std::nullopt;
+    const int v = e.ins[*k];
+    if (!(type(v) == type(e.outs[0]))) return std::nullopt;
+    return v;
   }
 
   // Evaluates a pure equation whose inputs are all small constants.
   void fold_constants(Eqn& e) {
-    if (!e.prim->is_pure() || e.prim->name() == "constant") return;
+    if (!e.prim->is_pure() || e.prim == &prims::constant()) return;
     std::vector<Array> args;
     for (int v : e.ins) {
       auto it = constants_.find(v);
@@ -133,8 +120,7 @@ class Simplifier {
     } catch (const Error&) {
       return;  // leave a data-dependent failure to run time, where it is reported
     }
-    static const Primitive& constant = primitive("constant");
-    e.prim = &constant;
+    e.prim = &prims::constant();
     e.ins.clear();
     e.params = Params{{"value", result[0]}};
   }
@@ -150,17 +136,17 @@ class Simplifier {
   }
 
   static std::string key(const Eqn& e) {
-    std::string k = e.prim->name();
+    std::string k = std::to_string(reinterpret_cast<std::uintptr_t>(e.prim));
     for (int v : e.ins) k += "," + std::to_string(v);
     return k;
   }
 
   void record(const Eqn& e) {
-    if (e.prim->name() == "constant")
+    if (e.prim == &prims::constant())
       constants_[e.outs[0]] = e.params.get_array("value", "constant");
     // A broadcast too large to fold still has one known value everywhere, so
     // x * broadcast(1) on a large x is recognised as x.
-    if (e.prim->name() == "broadcast_in_dim")
+    if (e.prim == &prims::broadcast_in_dim())
       if (std::optional<double> s = splat(e.ins[0])) broadcast_splats_[e.outs[0]] = *s;
     by_key_.emplace(key(e), out_.eqns.size());
     out_.eqns.push_back(e);

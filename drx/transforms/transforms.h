@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
-#include "drx/ir/program.h"
 #include "drx/core/primitive.h"
+#include "drx/ir/program.h"
 
 namespace drx {
 

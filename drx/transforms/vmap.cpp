@@ -1,5 +1,5 @@
-#include "drx/ops/ops.h"
 #include "drx/core/trace.h"
+#include "drx/ops/ops.h"
 #include "drx/transforms/transforms.h"
 
 namespace drx {

@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -12,13 +13,15 @@
 #include <optional>
 #include <ostream>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "drx/data/data.h"
 #include "drx/exec/mesh.h"
 #include "drx/exec/thread_pool.h"
+#include "drx/jit/jit.h"
 #include "drx/nn/nn.h"
 #include "drx/optim/optim.h"
-#include "drx/trace/jit.h"
 #include "tools/fedavg/atomic_file.h"
 #include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/metrics.h"
@@ -144,6 +147,347 @@ int64_t bucket_down(int64_t n) {
   return n / unit * unit;
 }
 
+// The checkpoint a --resume continues; without --resume, refuses to replace an earlier run.
+std::optional<Checkpoint> checkpoint_to_resume(const Options& o, const std::string& ckpt_path) {
+  if (!o.resume) {
+    // An earlier run's results are not replaced by accident.
+    if (!o.overwrite && std::filesystem::exists(ckpt_path))
+      throw Error("fedavg: '" + ckpt_path +
+                  "' holds the checkpoint of an earlier run; pass --resume to continue it, "
+                  "--overwrite to start over, or choose another --out");
+    return std::nullopt;
+  }
+  if (!std::filesystem::exists(ckpt_path))
+    throw Error("--resume: no checkpoint '" + ckpt_path + "' to resume from");
+  Checkpoint c = read_checkpoint(ckpt_path);
+  check_same_config(c.config, trajectory_fields(o), ckpt_path);
+  return c;
+}
+
+data::Dataset load_split(const Options& o, data::Split split) {
+  return first_examples(data::load_fashion_mnist(split, o.data_dir), o.max_examples);
+}
+
+void check_shards_fit(const Options& o, const data::Dataset& train) {
+  if (o.partition == "shards" && o.clients * o.shards_per_client > train.size())
+    throw Error("fedavg: --clients x --shards-per-client = " +
+                std::to_string(o.clients * o.shards_per_client) + " shards exceed the " +
+                std::to_string(train.size()) + " training examples");
+}
+
+// What a run reads: all of it is checked before the first output file exists.
+struct Inputs {
+  std::optional<Checkpoint> resumed;
+  data::Dataset train, test;
+  data::Partition partition;
+};
+
+Inputs load_inputs(const Options& o, const std::string& ckpt_path) {
+  std::optional<Checkpoint> resumed = checkpoint_to_resume(o, ckpt_path);
+  data::Dataset train = load_split(o, data::Split::train);
+  data::Dataset test = load_split(o, data::Split::test);
+  check_shards_fit(o, train);
+  data::Partition partition = make_partition(o, train);
+  return Inputs{std::move(resumed), std::move(train), std::move(test), std::move(partition)};
+}
+
+// Where training stands.
+struct TrainState {
+  Tree params, state;
+  int64_t round = 0;        // rounds completed
+  int64_t start_round = 0;  // those completed before this process started
+  std::vector<MetricsRow> history;
+  double elapsed_before = 0;                 // wall clock of the runs before a resume
+  double last_acc = kNaN, last_loss = kNaN;  // of the latest evaluation
+};
+
+std::vector<int64_t> layer_sizes(const Options& o, const data::Dataset& train) {
+  const int64_t in_features = train.images.size() / std::max<int64_t>(train.size(), 1);
+  std::vector<int64_t> sizes = {in_features};
+  sizes.insert(sizes.end(), o.hidden.begin(), o.hidden.end());
+  sizes.push_back(data::kFashionMnistClasses);
+  return sizes;
+}
+
+void resume_from(const Checkpoint& c, TrainState& s, const std::string& ckpt_path) {
+  check_trees(c, s.params, s.state, ckpt_path);
+  s.params = c.params;
+  s.state = c.state;
+  s.start_round = c.round;
+  s.history = c.history;
+  if (!s.history.empty()) s.elapsed_before = s.history.back().elapsed_s;
+  for (const MetricsRow& r : s.history)
+    if (r.evaluated()) s.last_acc = r.test_accuracy, s.last_loss = r.test_loss;
+}
+
+// A fresh model and server state, or those of the checkpoint being resumed (built fresh all
+// the same, to check the checkpoint's shapes against).
+TrainState initial_state(const Options& o, const Inputs& in, const optim::ServerOptimizer& server,
+                         const std::string& ckpt_path) {
+  TrainState s;
+  s.params = nn::mlp_init(layer_sizes(o, in.train), data::derive_seed(o.seed, kInitStream));
+  s.state = server.init(s.params);
+  if (in.resumed) resume_from(*in.resumed, s, ckpt_path);
+  s.round = s.start_round;
+  return s;
+}
+
+// mkstemp's replacement for the "XXXXXX" of write_file_atomic's temporary names.
+bool is_mkstemp_suffix(std::string_view s) {
+  return s.size() == 6 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+         });
+}
+
+// A temporary file of write_file_atomic (atomic_file.cpp: the final path + ".tmp.XXXXXX") for
+// one of the files a run writes. Other files in --out are the user's.
+bool is_temp_leftover(const std::string& name) {
+  for (const char* file : {kCheckpointFile, kMetricsCsvFile, kMetricsSvgFile}) {
+    const std::string prefix = std::string(file) + ".tmp.";
+    if (name.starts_with(prefix) && is_mkstemp_suffix(std::string_view(name).substr(prefix.size())))
+      return true;
+  }
+  return false;
+}
+
+// Removes what writes of a killed run left behind. Best effort: a leftover that stays does no
+// harm, and a directory this run cannot write fails at its first output with a clear message.
+void remove_temp_leftovers(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ignored;
+    if (fs::is_regular_file(it->symlink_status(ignored)) &&
+        is_temp_leftover(it->path().filename().string()))
+      fs::remove(it->path(), ignored);
+  }
+}
+
+// Spreads the clients over --devices devices for as long as it lives.
+class DevicesScope {
+ public:
+  explicit DevicesScope(int64_t devices) {
+    if (devices <= 1) return;
+    mesh_.emplace(std::vector<Mesh::Axis>{{"clients", static_cast<int>(devices)}});
+    scope_.emplace(*mesh_);
+  }
+
+ private:
+  std::optional<Mesh> mesh_;
+  std::optional<MeshScope> scope_;
+};
+
+// The largest step count any cohort can need, which caps the bucketed step counts.
+int64_t most_local_steps(const Options& o, const data::Partition& partition) {
+  if (o.local_steps != 0) return o.local_steps;
+  int64_t biggest = 0;
+  for (const auto& c : partition) biggest = std::max<int64_t>(biggest, c.size());
+  return o.epochs * ((biggest + o.batch - 1) / o.batch);
+}
+
+// Trains round after round, compiling a round program per (steps, full steps) pair met.
+class RoundTrainer {
+ public:
+  RoundTrainer(const Options& o, const optim::ServerOptimizer& server, const Inputs& in)
+      : o_(o), server_(server), in_(in), most_steps_(most_local_steps(o, in.partition)) {}
+
+  // Trains round s.round + 1 of s; returns the cohort's training loss.
+  double train(TrainState& s) {
+    const std::vector<int64_t> cohort = data::sample_cohort(
+        o_.clients, o_.cohort, data::derive_seed(o_.seed, kCohortStream), s.round);
+    const data::BatchOptions bo = batch_options(cohort, s.round);
+    const data::CohortBatches b = data::cohort_batches(in_.partition, cohort, bo);
+    Tree result = program(bo.steps, b.mask)(s.params, s.state, in_.train.images, in_.train.labels,
+                                            b.idx, b.mask, b.sizes);
+    s.params = result["params"];
+    s.state = result["state"];
+    ++s.round;
+    return result["loss"].array().item<float>();
+  }
+
+ private:
+  using RoundJit = decltype(jit(std::declval<optim::RoundFn>()));
+
+  data::BatchOptions batch_options(const std::vector<int64_t>& cohort, int64_t round) const {
+    data::BatchOptions bo;
+    bo.batch_size = o_.batch;
+    bo.seed = data::derive_seed(o_.seed, kBatchStream);
+    bo.round = round;
+    if (o_.local_steps > 0) {
+      bo.steps = o_.local_steps;
+      return bo;
+    }
+    bo.max_epochs = o_.epochs;
+    bo.steps = bucket_steps(data::steps_for_epochs(in_.partition, cohort, o_.epochs, o_.batch),
+                            most_steps_);
+    return bo;
+  }
+
+  RoundJit& program(int64_t steps, const Array& mask) {
+    // Steps every client has an example in skip no check. Worth a program of its own only when
+    // they are most of the steps (else the skipped steps dominate); bucketed, so few compile.
+    const int64_t full = full_steps(mask);
+    const std::pair<int64_t, int64_t> key(steps, 2 * full >= steps ? bucket_down(full) : 0);
+    auto fn = programs_.find(key);
+    if (fn == programs_.end())
+      fn =
+          programs_.emplace(key, jit(optim::fedavg_round(round_spec(key.first, key.second)))).first;
+    return fn->second;
+  }
+
+  optim::RoundSpec round_spec(int64_t steps, int64_t full_steps) const {
+    optim::RoundSpec spec;
+    spec.client = {o_.client_lr, o_.client_momentum};
+    spec.server = server_;
+    spec.cohort = o_.cohort;
+    spec.steps = steps;
+    spec.batch = o_.batch;
+    spec.full_steps = full_steps;
+    return spec;
+  }
+
+  const Options& o_;
+  const optim::ServerOptimizer server_;
+  const Inputs& in_;
+  const int64_t most_steps_;
+  std::map<std::pair<int64_t, int64_t>, RoundJit> programs_;
+};
+
+struct TestResult {
+  double loss, accuracy;
+};
+
+// The test set in one shard per device or thread, whichever are more.
+class Evaluator {
+ public:
+  Evaluator(const Options& o, const data::Dataset& test)
+      : test_(test),
+        shards_(std::max<int64_t>({1, o.devices, num_threads()})),
+        grid_(data::eval_batches(test.size(), shards_,
+                                 std::max<int64_t>(1, (test.size() + shards_ - 1) / shards_))),
+        fn_(jit(optim::evaluate_fn(shards_))) {}
+
+  TestResult operator()(const Tree& params) {
+    Tree e = fn_(params, test_.images, test_.labels, grid_.idx, grid_.mask);
+    return {e["loss"].array().item<float>(), e["accuracy"].array().item<float>()};
+  }
+
+ private:
+  const data::Dataset& test_;
+  const int64_t shards_;
+  const data::CohortBatches grid_;
+  decltype(jit(std::declval<optim::EvalFn>())) fn_;
+};
+
+// The files of --out. The directory is made by the first write, so that a run failing before
+// it leaves nothing behind.
+class Outputs {
+ public:
+  Outputs(const Options& o, const std::string& ckpt_path) : o_(o), ckpt_path_(ckpt_path) {}
+
+  void save_metrics(const std::vector<MetricsRow>& history) {
+    prepare();
+    write_file_atomic(join(o_.out_dir, kMetricsCsvFile), metrics_csv(history));
+    write_file_atomic(join(o_.out_dir, kMetricsSvgFile), metrics_svg(history, run_title(o_)));
+  }
+
+  void save_checkpoint(const TrainState& s) {
+    prepare();
+    write_checkpoint(ckpt_path_,
+                     Checkpoint{trajectory_fields(o_), s.round, s.params, s.state, s.history});
+  }
+
+ private:
+  void prepare() {
+    if (!ready_) make_out_dir(o_.out_dir), ready_ = true;
+  }
+
+  const Options& o_;
+  const std::string ckpt_path_;
+  bool ready_ = false;
+};
+
+// What the round loop works with besides the training state.
+struct Run {
+  const Options& o;
+  Clock::time_point t0;
+  Progress& progress;
+  RoundTrainer& trainer;
+  Evaluator& evaluate;
+  Outputs& outputs;
+};
+
+void record_test(TrainState& s, MetricsRow& row, const TestResult& t) {
+  row.test_loss = s.last_loss = t.loss;
+  row.test_accuracy = s.last_acc = t.accuracy;
+}
+
+// Evaluates, records and saves the round just trained, as the schedule asks.
+void end_round(const Run& r, TrainState& s, double train_loss, bool out_of_time) {
+  const Options& o = r.o;
+  MetricsRow row{s.round, train_loss, kNaN, kNaN, 0};
+  const bool last = s.round == o.rounds;
+  if (s.round % o.eval_every == 0 || last || out_of_time) record_test(s, row, r.evaluate(s.params));
+  row.elapsed_s = s.elapsed_before + seconds_since(r.t0);
+  s.history.push_back(row);
+  if (row.evaluated()) r.outputs.save_metrics(s.history);
+  if (s.round % o.checkpoint_every == 0 || last || out_of_time) r.outputs.save_checkpoint(s);
+}
+
+// Trains up to --rounds; true when --max-seconds stopped it first.
+bool train_rounds(const Run& r, TrainState& s) {
+  const Options& o = r.o;
+  double last_round_s = 0;
+  const Clock::time_point loop_start = Clock::now();
+  while (s.round < o.rounds) {
+    // Stop before a round that would overrun the budget (but always make progress).
+    if (o.max_seconds > 0 && s.round > s.start_round &&
+        seconds_since(r.t0) + last_round_s > o.max_seconds)
+      return true;
+    const Clock::time_point round_start = Clock::now();
+    const double train_loss = r.trainer.train(s);
+    const bool out_of_time =
+        o.max_seconds > 0 && seconds_since(r.t0) + seconds_since(round_start) > o.max_seconds;
+    end_round(r, s, train_loss, out_of_time);
+    last_round_s = seconds_since(round_start);
+    const double done = static_cast<double>(s.round - s.start_round);
+    r.progress.update(s.round, o.rounds, train_loss, s.last_acc, s.history.back().elapsed_s,
+                      seconds_since(loop_start) / done);
+    if (out_of_time && s.round != o.rounds) return true;
+  }
+  return false;
+}
+
+// A stop decided before a round: the last round's outputs may not be written yet.
+void finish_early_stop(const Run& r, TrainState& s) {
+  if (!s.history.empty() && !s.history.back().evaluated()) {
+    record_test(s, s.history.back(), r.evaluate(s.params));
+    r.outputs.save_metrics(s.history);
+  }
+  r.outputs.save_checkpoint(s);
+}
+
+std::string report_line(const Options& o, const RunSummary& summary, int64_t start_round) {
+  char line[512];
+  if (summary.rounds_done == start_round && !summary.stopped_early) {
+    std::snprintf(line, sizeof line,
+                  "fedavg: nothing to do: the checkpoint is at round %lld, --rounds is %lld; "
+                  "last test accuracy %.4f\n",
+                  static_cast<long long>(summary.rounds_done), static_cast<long long>(o.rounds),
+                  summary.test_accuracy);
+  } else {
+    std::snprintf(
+        line, sizeof line,
+        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s; "
+        "outputs in %s\n",
+        summary.test_accuracy, summary.test_loss, static_cast<long long>(summary.rounds_done),
+        static_cast<long long>(o.rounds), summary.seconds,
+        summary.stopped_early ? " (stopped by --max-seconds; continue with --resume)" : "",
+        o.out_dir.c_str());
+  }
+  return line;
+}
+
 }  // namespace
 
 int64_t bucket_steps(int64_t need, int64_t most) {
@@ -158,190 +502,28 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
   const Clock::time_point t0 = Clock::now();
   ThreadsScope threads(o.threads);
   Progress progress(progress_os, terminal, o.quiet);
-
-  // Everything that can fail on the inputs happens before the first output file exists.
   const std::string ckpt_path = join(o.out_dir, kCheckpointFile);
-  std::optional<Checkpoint> resumed;
-  if (o.resume) {
-    if (!std::filesystem::exists(ckpt_path))
-      throw Error("--resume: no checkpoint '" + ckpt_path + "' to resume from");
-    resumed = read_checkpoint(ckpt_path);
-    check_same_config(resumed->config, trajectory_fields(o), ckpt_path);
-  } else if (!o.overwrite && std::filesystem::exists(ckpt_path)) {
-    // An earlier run's results are not replaced by accident.
-    throw Error("fedavg: '" + ckpt_path +
-                "' holds the checkpoint of an earlier run; pass --resume to continue it, "
-                "--overwrite to start over, or choose another --out");
-  }
-  const data::Dataset train =
-      first_examples(data::load_fashion_mnist(data::Split::train, o.data_dir), o.max_examples);
-  const data::Dataset test =
-      first_examples(data::load_fashion_mnist(data::Split::test, o.data_dir), o.max_examples);
-  if (o.partition == "shards" && o.clients * o.shards_per_client > train.size())
-    throw Error("fedavg: --clients x --shards-per-client = " +
-                std::to_string(o.clients * o.shards_per_client) + " shards exceed the " +
-                std::to_string(train.size()) + " training examples");
-  const data::Partition partition = make_partition(o, train);
-
-  const int64_t in_features = train.images.size() / std::max<int64_t>(train.size(), 1);
-  std::vector<int64_t> sizes = {in_features};
-  sizes.insert(sizes.end(), o.hidden.begin(), o.hidden.end());
-  sizes.push_back(data::kFashionMnistClasses);
+  const Inputs in = load_inputs(o, ckpt_path);
   const optim::ServerOptimizer server = server_optimizer(o);
-  Tree params = nn::mlp_init(sizes, data::derive_seed(o.seed, kInitStream));
-  Tree state = server.init(params);
-  int64_t start_round = 0;
-  std::vector<MetricsRow> history;
-  double elapsed_before = 0;
-  if (resumed) {
-    check_trees(*resumed, params, state, ckpt_path);
-    params = resumed->params;
-    state = resumed->state;
-    start_round = resumed->round;
-    history = resumed->history;
-    if (!history.empty()) elapsed_before = history.back().elapsed_s;
-  }
+  TrainState s = initial_state(o, in, server, ckpt_path);
+  // Only once the inputs passed: a refused run leaves --out as it found it.
+  remove_temp_leftovers(o.out_dir);
 
-  // The largest step count any cohort can need, which caps the bucketed step counts.
-  int64_t most_steps = o.local_steps;
-  if (o.local_steps == 0) {
-    int64_t biggest = 0;
-    for (const auto& c : partition) biggest = std::max<int64_t>(biggest, c.size());
-    most_steps = o.epochs * ((biggest + o.batch - 1) / o.batch);
-  }
-
-  std::optional<Mesh> mesh;
-  std::optional<MeshScope> mesh_scope;
-  if (o.devices > 1) {
-    mesh.emplace(std::vector<Mesh::Axis>{{"clients", static_cast<int>(o.devices)}});
-    mesh_scope.emplace(*mesh);
-  }
-
-  using RoundJit = decltype(jit(std::declval<optim::RoundFn>()));
-  std::map<std::pair<int64_t, int64_t>, RoundJit> round_fns;  // by steps and full steps
-  const int64_t shards = std::max<int64_t>({1, o.devices, num_threads()});
-  const int64_t eval_batch = std::max<int64_t>(1, (test.size() + shards - 1) / shards);
-  const data::CohortBatches eval_grid = data::eval_batches(test.size(), shards, eval_batch);
-  auto evaluate = jit(optim::evaluate_fn(shards));
-
-  double last_acc = kNaN, last_loss = kNaN;
-  for (const MetricsRow& r : history)
-    if (r.evaluated()) last_acc = r.test_accuracy, last_loss = r.test_loss;
-
-  bool outputs_ready = false;
-  auto write_metrics = [&] {
-    if (!outputs_ready) make_out_dir(o.out_dir), outputs_ready = true;
-    write_file_atomic(join(o.out_dir, kMetricsCsvFile), metrics_csv(history));
-    write_file_atomic(join(o.out_dir, kMetricsSvgFile), metrics_svg(history, run_title(o)));
-  };
-  auto write_ckpt = [&](int64_t round) {
-    if (!outputs_ready) make_out_dir(o.out_dir), outputs_ready = true;
-    write_checkpoint(ckpt_path, Checkpoint{trajectory_fields(o), round, params, state, history});
-  };
-
+  DevicesScope devices(o.devices);
+  RoundTrainer trainer(o, server, in);
+  Evaluator evaluate(o, in.test);
+  Outputs outputs(o, ckpt_path);
+  const Run r{o, t0, progress, trainer, evaluate, outputs};
   RunSummary summary;
-  int64_t round = start_round;
-  double last_round_s = 0;
-  const Clock::time_point loop_start = Clock::now();
-  while (round < o.rounds) {
-    // Stop before a round that would overrun the budget (but always make progress).
-    if (o.max_seconds > 0 && round > start_round &&
-        seconds_since(t0) + last_round_s > o.max_seconds) {
-      summary.stopped_early = true;
-      break;
-    }
-    const Clock::time_point round_start = Clock::now();
-    const std::vector<int64_t> cohort =
-        data::sample_cohort(o.clients, o.cohort, data::derive_seed(o.seed, kCohortStream), round);
-    data::BatchOptions bo;
-    bo.batch_size = o.batch;
-    bo.seed = data::derive_seed(o.seed, kBatchStream);
-    bo.round = round;
-    if (o.local_steps > 0) {
-      bo.steps = o.local_steps;
-    } else {
-      bo.max_epochs = o.epochs;
-      bo.steps =
-          bucket_steps(data::steps_for_epochs(partition, cohort, o.epochs, o.batch), most_steps);
-    }
-    const data::CohortBatches b = data::cohort_batches(partition, cohort, bo);
-    // Steps every client has an example in skip no check. Worth a program of its own only when
-    // they are most of the steps (else the skipped steps dominate); bucketed, so few compile.
-    const int64_t full = full_steps(b.mask);
-    const std::pair<int64_t, int64_t> key(bo.steps, 2 * full >= bo.steps ? bucket_down(full) : 0);
-    auto fn = round_fns.find(key);
-    if (fn == round_fns.end()) {
-      optim::RoundSpec spec;
-      spec.client = {o.client_lr, o.client_momentum};
-      spec.server = server;
-      spec.cohort = o.cohort;
-      spec.steps = bo.steps;
-      spec.batch = o.batch;
-      spec.full_steps = key.second;
-      fn = round_fns.emplace(key, jit(optim::fedavg_round(spec))).first;
-    }
-    Tree result = fn->second(params, state, train.images, train.labels, b.idx, b.mask, b.sizes);
-    params = result["params"];
-    state = result["state"];
-    const double train_loss = result["loss"].array().item<float>();
-    ++round;
-
-    MetricsRow row{round, train_loss, kNaN, kNaN, 0};
-    const bool last = round == o.rounds;
-    const bool out_of_time =
-        o.max_seconds > 0 && seconds_since(t0) + seconds_since(round_start) > o.max_seconds;
-    if (round % o.eval_every == 0 || last || out_of_time) {
-      Tree e = evaluate(params, test.images, test.labels, eval_grid.idx, eval_grid.mask);
-      row.test_loss = last_loss = e["loss"].array().item<float>();
-      row.test_accuracy = last_acc = e["accuracy"].array().item<float>();
-    }
-    row.elapsed_s = elapsed_before + seconds_since(t0);
-    history.push_back(row);
-    if (row.evaluated()) write_metrics();
-    if (round % o.checkpoint_every == 0 || last || out_of_time) write_ckpt(round);
-
-    last_round_s = seconds_since(round_start);
-    const double done = static_cast<double>(round - start_round);
-    progress.update(round, o.rounds, train_loss, last_acc, row.elapsed_s,
-                    seconds_since(loop_start) / done);
-    if (out_of_time && !last) {
-      summary.stopped_early = true;
-      break;
-    }
-  }
-  // A stop decided before a round: the last round's outputs may not be written yet.
-  if (summary.stopped_early && !history.empty() && !history.back().evaluated()) {
-    Tree e = evaluate(params, test.images, test.labels, eval_grid.idx, eval_grid.mask);
-    history.back().test_loss = last_loss = e["loss"].array().item<float>();
-    history.back().test_accuracy = last_acc = e["accuracy"].array().item<float>();
-    write_metrics();
-    write_ckpt(round);
-  } else if (summary.stopped_early) {
-    write_ckpt(round);
-  }
+  summary.stopped_early = train_rounds(r, s);
+  if (summary.stopped_early) finish_early_stop(r, s);
   progress.finish();
 
-  summary.rounds_done = round;
-  summary.test_accuracy = last_acc;
-  summary.test_loss = last_loss;
+  summary.rounds_done = s.round;
+  summary.test_accuracy = s.last_acc;
+  summary.test_loss = s.last_loss;
   summary.seconds = seconds_since(t0);
-  char line[512];
-  if (round == start_round && !summary.stopped_early) {
-    std::snprintf(line, sizeof line,
-                  "fedavg: nothing to do: the checkpoint is at round %lld, --rounds is %lld; "
-                  "last test accuracy %.4f\n",
-                  static_cast<long long>(round), static_cast<long long>(o.rounds), last_acc);
-  } else {
-    std::snprintf(
-        line, sizeof line,
-        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s; "
-        "outputs in %s\n",
-        last_acc, last_loss, static_cast<long long>(round), static_cast<long long>(o.rounds),
-        summary.seconds,
-        summary.stopped_early ? " (stopped by --max-seconds; continue with --resume)" : "",
-        o.out_dir.c_str());
-  }
-  out << line;
+  out << report_line(o, summary, s.start_round);
   return summary;
 }
 

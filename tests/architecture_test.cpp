@@ -1,0 +1,123 @@
+// The rules that keep primitives self-contained: every registered primitive
+// has a compiled kernel or is knowingly interpreter-only, every family in the
+// sources is registered (the link anchors work), and a primitive's lowering
+// reaches the StableHLO seam without the exporter knowing its name.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "drx/core/lowering.h"
+#include "drx/core/primitive.h"
+#include "drx/exec/executable.h"
+#include "tests/test_util.h"
+
+namespace drx::testing {
+namespace {
+
+TEST(Architecture, EveryPrimitiveHasACompiledKernelOrIsListedAsInterpreterOnly) {
+  const auto& only = exec::interpreter_only_primitives();
+  const std::set<const Primitive*> listed(only.begin(), only.end());
+  EXPECT_EQ(listed.size(), only.size()) << "a primitive is listed twice";
+  for (const Primitive* p : registered_primitives()) {
+    const bool compiled = exec::has_compiled_kernel(*p);
+    const bool interpreted = listed.count(p) != 0;
+    EXPECT_TRUE(compiled || interpreted)
+        << p->name() << " has no compiled kernel and is not on exec::interpreter_only_primitives()";
+    EXPECT_FALSE(compiled && interpreted)
+        << p->name() << " has a compiled kernel but is listed as interpreter-only";
+  }
+  for (const Primitive* p : only)
+    EXPECT_EQ(find_primitive(p->name()), p) << p->name() << " is listed but not registered";
+}
+
+// The families named by DRX_PRIMITIVE_FAMILY in drx/ (read from the sources,
+// independently of the build's own scan).
+std::set<std::string> families_in_sources() {
+  std::set<std::string> found;
+  const std::regex family("^DRX_PRIMITIVE_FAMILY\\(([a-z0-9_]+)\\)");
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(std::string(DRX_SOURCE_DIR) + "/drx")) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    std::string line;
+    std::smatch m;
+    while (std::getline(in, line))
+      if (std::regex_search(line, m, family)) found.insert(m[1]);
+  }
+  return found;
+}
+
+TEST(Architecture, EveryFamilyInTheSourcesIsRegistered) {
+  const std::set<std::string> in_sources = families_in_sources();
+  ASSERT_GE(in_sources.size(), 10u);
+  const std::vector<std::string> registered = primitive_families();
+  EXPECT_EQ(std::set<std::string>(registered.begin(), registered.end()), in_sources);
+}
+
+TEST(Architecture, EveryPrimitiveStatesAtMostOneKindOfKernel) {
+  for (const Primitive* p : registered_primitives())
+    EXPECT_FALSE(p->scalar_kernel() && p->reduction()) << p->name();
+}
+
+// Records what a primitive's lowering emits.
+class RecordingEmitter : public StableHloEmitter {
+ public:
+  explicit RecordingEmitter(std::vector<Type> ins, std::vector<Type> outs)
+      : ins_(std::move(ins)), outs_(std::move(outs)) {}
+  size_t num_operands() const override { return ins_.size(); }
+  std::string operand(size_t i) const override { return "%arg" + std::to_string(i); }
+  const Type& operand_type(size_t i) const override { return ins_.at(i); }
+  size_t num_results() const override { return outs_.size(); }
+  const Type& result_type(size_t j) const override { return outs_.at(j); }
+  std::vector<std::string> emit(const std::string& op, const std::vector<std::string>& operands,
+                                const std::string& attributes,
+                                const std::vector<Type>& types) override {
+    std::ostringstream line;
+    line << op;
+    for (const std::string& o : operands) line << " " << o;
+    if (!attributes.empty()) line << " {" << attributes << "}";
+    for (const Type& t : types) line << " : " << t.str();
+    lines.push_back(line.str());
+    std::vector<std::string> names;
+    for (size_t j = 0; j < types.size(); ++j) names.push_back("%" + std::to_string(next_++));
+    return names;
+  }
+  void set_results(const std::vector<std::string>& names) override { results = names; }
+
+  std::vector<std::string> lines, results;
+
+ private:
+  std::vector<Type> ins_, outs_;
+  int next_ = 0;
+};
+
+TEST(Architecture, ALoweringRuleEmitsThroughTheStableHloSeam) {
+  const Type t(f32, {2, 3});
+  for (const auto& [name, op] :
+       std::vector<std::pair<std::string, std::string>>{{"add", "stablehlo.add"},
+                                                        {"sub", "stablehlo.subtract"},
+                                                        {"mul", "stablehlo.multiply"},
+                                                        {"div", "stablehlo.divide"}}) {
+    RecordingEmitter em({t, t}, {t});
+    primitive(name).lower(em, Params{});
+    ASSERT_EQ(em.lines.size(), 1u) << name;
+    EXPECT_EQ(em.lines[0], op + " %arg0 %arg1 : f32[2,3]");
+    EXPECT_EQ(em.results, std::vector<std::string>{"%0"});
+  }
+}
+
+TEST(Architecture, APrimitiveWithoutALoweringIsAClearError) {
+  RecordingEmitter em({Type(f32, {2})}, {Type(f32, {2})});
+  try {
+    primitive("map_fn").lower(em, Params{});
+    FAIL() << "expected drx::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("map_fn: no StableHLO lowering"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace drx::testing
