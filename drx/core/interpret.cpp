@@ -1,26 +1,14 @@
 #include "drx/core/interpret.h"
 
 #include "drx/core/primitive.h"
+#include "drx/core/walk.h"
 
 namespace drx {
 
 std::vector<Array> interpret(const Program& program, const std::vector<Array>& args) {
-  if (args.size() != program.inputs.size())
-    throw Error("interpret @" + program.name + ": " + std::to_string(args.size()) +
-                " arguments given, the program takes " + std::to_string(program.inputs.size()));
-  std::vector<Array> env(program.var_types.size());
-  for (size_t i = 0; i < args.size(); ++i) env[static_cast<size_t>(program.inputs[i])] = args[i];
-  std::vector<Array> ins;
-  for (const Eqn& e : program.eqns) {
-    ins.clear();
-    for (int v : e.ins) ins.push_back(env[static_cast<size_t>(v)]);
-    std::vector<Array> outs = e.prim->eval(ins, e.params);
-    for (size_t i = 0; i < outs.size(); ++i)
-      env[static_cast<size_t>(e.outs[i])] = std::move(outs[i]);
-  }
-  std::vector<Array> result;
-  for (int v : program.outputs) result.push_back(env[static_cast<size_t>(v)]);
-  return result;
+  return walk_program(program, args, [](size_t, const Eqn& e, const std::vector<Array>& ins) {
+    return e.prim->eval(ins, e.params);
+  });
 }
 
 std::vector<Array> run(const Program& program, const std::vector<Array>& args) {

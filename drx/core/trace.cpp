@@ -1,8 +1,7 @@
 #include "drx/core/trace.h"
 
-#include <unordered_map>
-
 #include "drx/core/primitive.h"
+#include "drx/core/walk.h"
 
 namespace drx {
 
@@ -153,20 +152,9 @@ Traced trace_function(const std::function<std::vector<Value>(const std::vector<V
 }
 
 std::vector<Value> inline_program(const Program& p, const std::vector<Value>& args) {
-  if (args.size() != p.inputs.size())
-    throw Error("inline @" + p.name + ": " + std::to_string(args.size()) +
-                " arguments given, program takes " + std::to_string(p.inputs.size()));
-  std::unordered_map<int, Value> env;
-  for (size_t i = 0; i < args.size(); ++i) env[p.inputs[i]] = args[i];
-  for (const Eqn& e : p.eqns) {
-    Values ins;
-    for (int v : e.ins) ins.push_back(env.at(v));
-    Values outs = emit(*e.prim, ins, e.params);
-    for (size_t i = 0; i < outs.size(); ++i) env[e.outs[i]] = outs[i];
-  }
-  std::vector<Value> result;
-  for (int v : p.outputs) result.push_back(env.at(v));
-  return result;
+  return walk_program(p, args, [](size_t, const Eqn& e, const Values& ins) {
+    return emit(*e.prim, ins, e.params);
+  });
 }
 
 }  // namespace drx

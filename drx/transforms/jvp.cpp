@@ -1,45 +1,54 @@
 #include "drx/core/trace.h"
+#include "drx/core/walk.h"
 #include "drx/ops/ops.h"
 #include "drx/transforms/transforms.h"
 
 namespace drx {
 
+namespace {
+// A value of the program being differentiated, and its tangent.
+struct Dual {
+  Value primal;
+  MaybeValue tangent;
+};
+}  // namespace
+
 Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tangents,
                 MaybeValues& out_tangents) {
-  std::vector<Value> env(p.var_types.size());
-  std::vector<MaybeValue> tan(p.var_types.size());
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    env[static_cast<size_t>(p.inputs[i])] = primals[i];
-    if (carries_derivative(p.type_of(p.inputs[i])))
-      tan[static_cast<size_t>(p.inputs[i])] = tangents[i];
-  }
+  std::vector<Dual> args;
+  for (size_t i = 0; i < p.inputs.size(); ++i)
+    args.push_back(
+        {primals[i], carries_derivative(p.type_of(p.inputs[i])) ? tangents[i] : std::nullopt});
   Values ins;
   MaybeValues tins;
-  for (const Eqn& e : p.eqns) {
-    ins.clear();
-    tins.clear();
-    bool any_tangent = false;
-    for (int v : e.ins) {
-      ins.push_back(env[static_cast<size_t>(v)]);
-      tins.push_back(tan[static_cast<size_t>(v)]);
-      any_tangent = any_tangent || tins.back().has_value();
-    }
-    Values outs = emit(*e.prim, ins, e.params);
-    for (size_t i = 0; i < outs.size(); ++i) env[static_cast<size_t>(e.outs[i])] = outs[i];
-    if (!any_tangent) continue;
-    MaybeValues touts = e.prim->jvp(ins, tins, outs, e.params);
-    if (touts.size() != outs.size())
-      throw Error("internal: jvp rule of " + e.prim->name() + " returned " +
-                  std::to_string(touts.size()) + " tangents for " + std::to_string(outs.size()) +
-                  " outputs");
-    for (size_t i = 0; i < outs.size(); ++i)
-      if (carries_derivative(outs[i].type())) tan[static_cast<size_t>(e.outs[i])] = touts[i];
-  }
+  std::vector<Dual> results =
+      walk_program(p, args, [&](size_t, const Eqn& e, const std::vector<Dual>& in) {
+        ins.clear();
+        tins.clear();
+        bool any_tangent = false;
+        for (const Dual& d : in) {
+          ins.push_back(d.primal);
+          tins.push_back(d.tangent);
+          any_tangent = any_tangent || d.tangent.has_value();
+        }
+        Values outs = emit(*e.prim, ins, e.params);
+        std::vector<Dual> duals;
+        for (const Value& o : outs) duals.push_back({o, std::nullopt});
+        if (!any_tangent) return duals;
+        MaybeValues touts = e.prim->jvp(ins, tins, outs, e.params);
+        if (touts.size() != outs.size())
+          throw Error("internal: jvp rule of " + e.prim->name() + " returned " +
+                      std::to_string(touts.size()) + " tangents for " +
+                      std::to_string(outs.size()) + " outputs");
+        for (size_t i = 0; i < outs.size(); ++i)
+          if (carries_derivative(outs[i].type())) duals[i].tangent = touts[i];
+        return duals;
+      });
   Values result;
   out_tangents.clear();
-  for (int v : p.outputs) {
-    result.push_back(env[static_cast<size_t>(v)]);
-    out_tangents.push_back(tan[static_cast<size_t>(v)]);
+  for (const Dual& d : results) {
+    result.push_back(d.primal);
+    out_tangents.push_back(d.tangent);
   }
   return result;
 }

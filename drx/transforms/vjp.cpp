@@ -1,4 +1,5 @@
 #include "drx/core/trace.h"
+#include "drx/core/walk.h"
 #include "drx/ops/ops.h"
 #include "drx/transforms/transforms.h"
 
@@ -14,30 +15,22 @@ void accumulate(MaybeValue& slot, const MaybeValue& ct) {
 MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
                      const std::vector<bool>& wrt, Values& outs) {
   const size_t n = p.var_types.size();
-  std::vector<Value> env(n);
   // Only values that depend on a requested input need cotangents.
   std::vector<char> active(n, 0);
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    env[static_cast<size_t>(p.inputs[i])] = primals[i];
+  for (size_t i = 0; i < p.inputs.size(); ++i)
     active[static_cast<size_t>(p.inputs[i])] = wrt[i] && carries_derivative(p.type_of(p.inputs[i]));
-  }
+  // The forward pass replays p and keeps each equation's operands and results
+  // (the residuals the backward pass reads).
   std::vector<Values> eqn_ins(p.eqns.size()), eqn_outs(p.eqns.size());
-  for (size_t k = 0; k < p.eqns.size(); ++k) {
-    const Eqn& e = p.eqns[k];
+  outs = walk_program(p, primals, [&](size_t k, const Eqn& e, const Values& ins) {
     bool any_active = false;
-    for (int v : e.ins) {
-      eqn_ins[k].push_back(env[static_cast<size_t>(v)]);
-      any_active = any_active || active[static_cast<size_t>(v)];
-    }
-    eqn_outs[k] = emit(*e.prim, eqn_ins[k], e.params);
-    for (size_t i = 0; i < e.outs.size(); ++i) {
-      env[static_cast<size_t>(e.outs[i])] = eqn_outs[k][i];
-      active[static_cast<size_t>(e.outs[i])] =
-          any_active && carries_derivative(p.type_of(e.outs[i]));
-    }
-  }
-  outs.clear();
-  for (int v : p.outputs) outs.push_back(env[static_cast<size_t>(v)]);
+    for (int v : e.ins) any_active = any_active || active[static_cast<size_t>(v)];
+    eqn_ins[k] = ins;
+    eqn_outs[k] = emit(*e.prim, ins, e.params);
+    for (int o : e.outs)
+      active[static_cast<size_t>(o)] = any_active && carries_derivative(p.type_of(o));
+    return eqn_outs[k];
+  });
 
   std::vector<MaybeValue> ct(n);
   for (size_t i = 0; i < p.outputs.size(); ++i)

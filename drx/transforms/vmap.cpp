@@ -1,4 +1,5 @@
 #include "drx/core/trace.h"
+#include "drx/core/walk.h"
 #include "drx/ops/ops.h"
 #include "drx/transforms/transforms.h"
 
@@ -16,38 +17,23 @@ Value broadcast_batch(const Value& v, int64_t batch_size) {
 
 std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins,
                                int64_t batch_size) {
-  std::vector<Batched> env(p.var_types.size());
-  for (size_t i = 0; i < p.inputs.size(); ++i) env[static_cast<size_t>(p.inputs[i])] = ins[i];
-  std::vector<Batched> args;
-  for (const Eqn& e : p.eqns) {
-    args.clear();
+  return walk_program(p, ins, [&](size_t, const Eqn& e, const std::vector<Batched>& args) {
     bool any = false;
-    for (int v : e.ins) {
-      args.push_back(env[static_cast<size_t>(v)]);
-      any = any || args.back().batched;
-    }
+    for (const Batched& b : args) any = any || b.batched;
     std::vector<Batched> outs;
     if (!any) {
       Values plain;
       for (const Batched& b : args) plain.push_back(b.value);
       for (const Value& v : emit(*e.prim, plain, e.params)) outs.push_back({v, false});
-    } else {
-      if (!e.prim->placement_aware())
-        for (const Batched& b : args)
-          if (b.batched && !b.value.type().placement.empty())
-            throw Error("vmap: " + e.prim->name() + " on the placed value " + b.value.type().str() +
-                        " is not supported under vmap yet; do per-client work inside map_fn");
-      outs = e.prim->vmap(args, batch_size, e.params);
-      if (outs.size() != e.outs.size())
-        throw Error("internal: vmap rule of " + e.prim->name() + " returned " +
-                    std::to_string(outs.size()) + " outputs, expected " +
-                    std::to_string(e.outs.size()));
+      return outs;
     }
-    for (size_t i = 0; i < outs.size(); ++i) env[static_cast<size_t>(e.outs[i])] = outs[i];
-  }
-  std::vector<Batched> result;
-  for (int v : p.outputs) result.push_back(env[static_cast<size_t>(v)]);
-  return result;
+    if (!e.prim->placement_aware())
+      for (const Batched& b : args)
+        if (b.batched && !b.value.type().placement.empty())
+          throw Error("vmap: " + e.prim->name() + " on the placed value " + b.value.type().str() +
+                      " is not supported under vmap yet; do per-client work inside map_fn");
+    return e.prim->vmap(args, batch_size, e.params);
+  });
 }
 
 Program vmap_program(const Program& p, const std::vector<bool>& batched, int64_t batch_size) {
