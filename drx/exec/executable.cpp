@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "drx/core/interpret.h"
 #include "drx/core/primitive.h"
 #include "drx/exec/plan.h"
 
@@ -104,8 +105,12 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
   }
 
   const size_t num_eqns = p.eqns.size();
-  CompileContext cx{p, plan->vars, std::vector<int>(p.var_types.size(), -1),
-                    std::vector<int>(p.var_types.size(), 0), mesh};
+  CompileContext cx{p,
+                    plan->vars,
+                    std::vector<int>(p.var_types.size(), -1),
+                    std::vector<int>(p.var_types.size(), 0),
+                    mesh,
+                    options};
   for (size_t i = 0; i < num_eqns; ++i) {
     for (int v : p.eqns[i].outs) cx.producer[static_cast<size_t>(v)] = static_cast<int>(i);
     for (int v : p.eqns[i].ins) ++cx.uses[static_cast<size_t>(v)];
@@ -196,16 +201,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args) const {
   if (!plan_) throw Error("Executable::run: empty (compile a program first)");
   const exec::Plan& plan = *plan_;
   const Program& p = plan.program;
-  if (args.size() != p.inputs.size())
-    throw Error("run @" + p.name + ": " + std::to_string(args.size()) +
-                " arguments given, the program takes " + std::to_string(p.inputs.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    const exec::VarInfo& t = plan.vars[static_cast<size_t>(p.inputs[i])];
-    if (t.dtype != args[i].dtype() || t.shape != args[i].shape())
-      throw Error("run @" + p.name + ": argument " + std::to_string(i) + " is " +
-                  std::string(dtype_name(args[i].dtype())) + shape_str(args[i].shape()) +
-                  ", the program expects " + p.type_of(p.inputs[i]).str());
-  }
+  check_arguments("run", p, args);
   exec::Borrowed ws(plan);
   exec::Frame f = ws.frame(false);
   for (size_t i = 0; i < args.size(); ++i) {

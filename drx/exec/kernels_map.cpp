@@ -85,7 +85,7 @@ std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
   if (e.ins.empty() || !body) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
-  auto kernel = std::make_unique<MapKernel>(e, cx, compile(*body));
+  auto kernel = std::make_unique<MapKernel>(e, cx, compile(*body, cx.mesh, cx.options));
   std::vector<int> reads = kernel->reads();
   return KernelSpec{std::move(kernel), Alias::none, std::move(reads)};
 }

@@ -24,7 +24,7 @@ class MapReduceKernel : public Kernel {
  public:
   MapReduceKernel(const Eqn& e, const CompileContext& cx, std::vector<Reduction> reductions)
       : operands_(e, cx),
-        body_(compile(*map_body(e))),
+        body_(compile(*map_body(e), cx.mesh, cx.options)),
         reductions_(std::move(reductions)),
         sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
     for (int v : e.outs) result_bytes_.push_back(client_row_bytes(cx.var(v)));

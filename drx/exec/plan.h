@@ -87,6 +87,8 @@ struct CompileContext {
   std::vector<int> producer;  // the equation defining each variable, or -1
   std::vector<int> uses;      // operand slots reading each variable, plus program outputs
   const Mesh& mesh;           // the devices placed values are split across
+  // Sub-programs (cond branches, map_fn bodies) compile with the same mesh and options.
+  const CompileOptions& options;
 
   const VarInfo& var(int v) const { return vars[static_cast<size_t>(v)]; }
   // The equation defining v, or nullptr for inputs.

@@ -9,8 +9,19 @@
 namespace drx {
 
 const Program& JitCache::last_program() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!last_) throw Error("jit: no program has been compiled yet");
   return last_->program;
+}
+
+int JitCache::trace_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return trace_count_;
+}
+
+size_t JitCache::cache_size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
 }
 
 Tree JitCache::call(const std::vector<Tree>& args) {
@@ -24,6 +35,7 @@ Tree JitCache::call(const std::vector<Tree>& args) {
   }
   const Mesh mesh = mesh_ ? *mesh_ : current_mesh();
   key += "|mesh" + mesh.str();
+  std::unique_lock<std::mutex> lock(mutex_);
   const Entry* entry = nullptr;
   if (auto it = entries_.find(key); it != entries_.end()) entry = &it->second;
   if (!entry) {
@@ -39,6 +51,7 @@ Tree JitCache::call(const std::vector<Tree>& args) {
                  .first->second;
   }
   last_ = entry;
+  lock.unlock();
   std::vector<Array> results = entry->executable->run(arrays);
   std::vector<Tree> out_leaves(results.begin(), results.end());
   return tree_unflatten(entry->out_structure, out_leaves);

@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -17,15 +18,18 @@ namespace drx {
 class Executable;
 
 // The compile cache behind jit: one compiled program per input signature and
-// mesh. Without a mesh of its own, a call runs on current_mesh().
+// mesh. Without a mesh of its own, a call runs on current_mesh(). Safe to call
+// from several threads at once: a signature is traced and compiled once (the
+// first caller does it while others wait), and compiled programs run
+// concurrently, each call in its own workspace.
 class JitCache {
  public:
   explicit JitCache(TreeFn fn, std::optional<Mesh> mesh = std::nullopt)
       : fn_(std::move(fn)), mesh_(std::move(mesh)) {}
   // Arguments and result as trees of Arrays.
   Tree call(const std::vector<Tree>& args);
-  int trace_count() const { return trace_count_; }
-  size_t cache_size() const { return entries_.size(); }
+  int trace_count() const;
+  size_t cache_size() const;
   // The compiled program for the most recent call (for inspection).
   const Program& last_program() const;
 
@@ -38,6 +42,10 @@ class JitCache {
   };
   TreeFn fn_;
   std::optional<Mesh> mesh_;
+  // Guards entries_, last_ and trace_count_. Entries are never removed and
+  // unordered_map nodes do not move, so an Entry found under the lock can be
+  // used after it is released.
+  mutable std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;
   const Entry* last_ = nullptr;
   int trace_count_ = 0;
