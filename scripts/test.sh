@@ -2,7 +2,8 @@
 # The whole check, as CI runs it: install packages, build with warnings as
 # errors, run every test (unit tests, CLI, and the install test against an
 # outside project). With DRX_SANITIZE_CI=1 (the default when CI=true) it also
-# builds an ASan+UBSan tree in build-asan and runs the unit tests there.
+# builds an ASan+UBSan tree in build-asan and runs the unit tests there, and a
+# ThreadSanitizer tree in build-tsan for the concurrency tests.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +33,15 @@ if [[ "$sanitize" == "1" ]]; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ./build-asan/drx_tests --gtest_brief=1
   ASAN_OPTIONS=detect_leaks=1 ./build-asan/drx demo >/dev/null
+
+  stage "thread sanitizer (build-tsan/, concurrency tests)"
+  cmake -S . -B build-tsan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=thread \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRX_BUILD_BENCH=OFF -DDRX_BUILD_EXAMPLES=OFF
+  cmake --build build-tsan -j "$jobs" --target drx_tests
+  # OpenBLAS's own threads are not instrumented: keep its work on the caller.
+  OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ./build-tsan/drx_tests --gtest_brief=1 \
+    --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*'
 fi
 
 stage "all checks passed"
