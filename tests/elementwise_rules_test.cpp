@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "drx/drx.h"
 #include "drx/core/primitive.h"
+#include "drx/drx.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -134,6 +134,7 @@ const std::vector<UnaryDeriv> kUnary = {
     {"abs", [](double x) { return std::fabs(x); }, -2, 2},  // random points avoid 0
     {"sin", [](double x) { return std::sin(x); }, -3, 3},
     {"cos", [](double x) { return std::cos(x); }, -3, 3},
+    {"erf", [](double x) { return std::erf(x); }, -2, 2},
 };
 
 std::vector<double> central_difference(double (*f)(double), const std::vector<double>& x) {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "drx/drx.h"
 #include "drx/core/primitive.h"
+#include "drx/drx.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -88,6 +88,8 @@ std::vector<UnaryCase> unary_cases() {
        4},
       {"cos", [](const Value& x) { return drx::cos(x); }, [](double x) { return std::cos(x); }, -4,
        4},
+      {"erf", [](const Value& x) { return drx::erf(x); }, [](double x) { return std::erf(x); }, -3,
+       3},
       {"square", [](const Value& x) { return drx::square(x); }, [](double x) { return x * x; }, -3,
        3},
       {"relu", [](const Value& x) { return drx::relu(x); },
@@ -529,7 +531,7 @@ TEST(ElementwiseAstype, SameDtypeEmitsNothing) {
 
 TEST(ElementwisePrimitives, AllRegisteredWithExpectedTypes) {
   for (const char* name : {"neg", "exp", "log", "log1p", "tanh", "logistic", "sqrt", "rsqrt", "abs",
-                           "sign", "sin", "cos", "stop_gradient"}) {
+                           "sign", "sin", "cos", "erf", "stop_gradient"}) {
     const drx::Primitive& p = drx::primitive(name);
     EXPECT_EQ(p.infer({Type(DType::f64, {2, 0})}, {}),
               (std::vector<Type>{Type(DType::f64, {2, 0})}));

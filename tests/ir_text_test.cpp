@@ -65,6 +65,7 @@ std::vector<Case> coverage_cases() {
                                                sign(x),
                                                sin(x),
                                                cos(x),
+                                               erf(x),
                                                square(x),
                                                relu(x),
                                                x + y,
@@ -155,7 +156,8 @@ std::vector<Case> coverage_cases() {
                    [](const std::vector<Value>& a) -> std::vector<Value> {
                      Value y = a[1] * 2.0;  // used by the true branch from outside
                      Tree r = cond(
-                         greater(sum(a[0]), scalar_like(a[0], 0.0)), [&](const Tree& t) { return Tree(exp(t.value()) + y); },
+                         greater(sum(a[0]), scalar_like(a[0], 0.0)),
+                         [&](const Tree& t) { return Tree(exp(t.value()) + y); },
                          [](const Tree& t) { return Tree(-t.value()); }, Tree(a[0]));
                      return {r.value()};
                    },

@@ -72,6 +72,14 @@ namespace {
 // d op(x) applied to t, given x, y = op(x) and t. nullptr: the derivative is zero.
 using UnaryDerivative = Value (*)(const Value& x, const Value& y, const Value& t);
 
+// The error function, as the GELU activation and Gaussian CDFs need it.
+struct Erf {
+  template <class T>
+  T operator()(T v) const {
+    return std::erf(v);
+  }
+};
+
 template <class K, Domain D>
 class UnaryPrim : public Primitive {
  public:
@@ -149,6 +157,10 @@ DRX_PRIMITIVE_FAMILY(elementwise_unary) {
   registry.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", nullptr));
   registry.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
       "sin", [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
+  registry.add(std::make_unique<UnaryPrim<Erf, D::floating>>(
+      "erf", [](const Value& x, const Value&, const Value& t) {
+        return t * (M_2_SQRTPI * exp(-(x * x)));  // d erf(x) = 2/sqrt(pi) exp(-x^2)
+      }));
   registry.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
       "cos", [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
 }

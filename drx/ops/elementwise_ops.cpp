@@ -96,6 +96,7 @@ DRX_UNARY(abs)
 DRX_UNARY(sign)
 DRX_UNARY(sin)
 DRX_UNARY(cos)
+DRX_UNARY(erf)
 DRX_UNARY(stop_gradient)
 #undef DRX_UNARY
 

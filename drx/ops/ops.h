@@ -36,6 +36,7 @@ Value abs(const Value& x);
 Value sign(const Value& x);
 Value sin(const Value& x);
 Value cos(const Value& x);
+Value erf(const Value& x);
 Value square(const Value& x);
 Value relu(const Value& x);
 
