@@ -2,6 +2,18 @@
 
 namespace drx {
 
+std::string types_str(const std::vector<Type>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
+  return s;
+}
+
+void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n) {
+  if (ins.size() != n)
+    throw TypeError(op + ": expected " + std::to_string(n) + " operand(s), got " +
+                    std::to_string(ins.size()) + " (" + types_str(ins) + ")");
+}
+
 MaybeValues Primitive::jvp(const Values&, const MaybeValues&, const Values&, const Params&) const {
   throw Error(name_ + ": forward-mode differentiation (jvp) is not defined for this primitive");
 }

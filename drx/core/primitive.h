@@ -87,6 +87,11 @@ class Primitive {
   std::string name_;
 };
 
+// "f32[2], i32[]": types for error messages.
+std::string types_str(const std::vector<Type>& ts);
+// Throws a TypeError naming `op` unless there are exactly `n` operands.
+void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n);
+
 // Appends an equation to the current trace and returns its outputs.
 Values emit(const Primitive& prim, const Values& ins, Params params = {});
 Value emit1(const Primitive& prim, const Values& ins, Params params = {});

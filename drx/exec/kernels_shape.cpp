@@ -113,7 +113,7 @@ std::optional<KernelSpec> broadcast_in_dim(const Eqn& e, const CompileContext& c
 std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
   const VarInfo& x = cx.var(e.ins[0]);
   const auto* starts = param_ints(e, "starts");
-  if (!starts || starts->size() != x.shape.size() || e.params.has("strides")) return std::nullopt;
+  if (!starts || starts->size() != x.shape.size()) return std::nullopt;
   std::vector<int64_t> st = strides_of(x.shape);
   int64_t offset = 0;
   for (size_t d = 0; d < st.size(); ++d) offset += (*starts)[d] * st[d];

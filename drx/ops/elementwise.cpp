@@ -35,18 +35,6 @@ std::string domain_str(Domain d) {
   return "an operand of any dtype";
 }
 
-std::string types_str(const std::vector<Type>& ts) {
-  std::string s;
-  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i].str();
-  return s;
-}
-
-void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n) {
-  if (ins.size() != n)
-    throw TypeError(op + ": expected " + std::to_string(n) + " operand(s), got " +
-                    std::to_string(ins.size()) + " (" + types_str(ins) + ")");
-}
-
 bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& out) {
   bool any = false;
   for (const Batched& b : ins) any = any || b.batched;

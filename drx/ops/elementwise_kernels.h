@@ -89,16 +89,9 @@ D convert_element(S v) {
 }
 
 // ---- shared pieces of the primitive classes ----------------------------------
-std::string types_str(const std::vector<Type>& ts);
-// Throws a TypeError naming `op` unless there are exactly `n` operands.
-void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n);
 // The batched form of operands for a vmap rule: if any is batched, the
 // unbatched ones are broadcast to carry the batch at axis 0 too. Returns
 // whether the result is batched.
 bool align_batched(const std::vector<Batched>& ins, int64_t batch_size, Values& out);
-
-// fill() with a copy of x's shape. Not zeros_like(x): that passes fill() a
-// reference to x's shape inside the trace, which the constant fill() emits
-// first can reallocate away.
 
 }  // namespace drx::elementwise

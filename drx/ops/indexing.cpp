@@ -109,7 +109,7 @@ Folded fold_batch(const Value& xb, const Value& ib, int64_t axis, int64_t b) {
   s.erase(s.begin() + axis + 1);
   xm = reshape(xm, s);
   DType it = ib.dtype();
-  const Shape is = ib.shape();  // a copy: emitting may move the trace's types
+  const Shape is = ib.shape();
   Value nn = scalar_like(ib, static_cast<double>(n));
   Value valid = where(greater_equal(ib, -nn), less(ib, nn), fill(is, 0.0, DType::bool_));
   Value wrapped = where(less(ib, scalar_like(ib, 0.0)), ib + nn, ib);

@@ -40,7 +40,7 @@ Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims)
   require_floating("logsumexp", x);
   Value m = stable_shift(x, axes);
   Value s = sum(exp(x - m), axes, keepdims);
-  const Shape out_shape = s.shape();  // a copy: emitting may move the trace's types
+  const Shape out_shape = s.shape();
   return log(s) + (keepdims ? m : reshape(m, out_shape));
 }
 

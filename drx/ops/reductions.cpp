@@ -123,7 +123,7 @@ class ReducePrim : public Primitive {
     const Value& x = primals[0];
     if (!cotangents[0] || !is_floating(x.dtype())) return {std::nullopt};
     std::vector<int64_t> kept = kept_dims(x.ndim(), p.get_ints("axes", name()));
-    const Shape shape = x.shape();  // a copy: emitting may move the trace's types
+    const Shape shape = x.shape();
     if (kind_ == ReduceKind::sum) return {broadcast_in_dim(*cotangents[0], shape, kept)};
     auto [mask, count] = ties(x, outs[0], p);
     Value share = broadcast_in_dim(*cotangents[0] / count, shape, kept);
@@ -151,7 +151,7 @@ class ReducePrim : public Primitive {
   // of the jvp.
   std::pair<Value, Value> ties(const Value& x, const Value& y, const Params& p) const {
     std::vector<int64_t> kept = kept_dims(x.ndim(), p.get_ints("axes", name()));
-    const Shape shape = x.shape();  // a copy: emitting may move the trace's types
+    const Shape shape = x.shape();
     Value mask = equal(x, broadcast_in_dim(y, shape, kept));
     Value count = sum_prim(astype(mask, x.dtype()), p);
     return {mask, count};

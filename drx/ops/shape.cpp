@@ -50,12 +50,6 @@ Type out_type(const Type& first, Shape shape) {
   return Type(first.dtype, std::move(shape), first.placement);
 }
 
-void check_arity(const std::string& op, const std::vector<Type>& ins, size_t n) {
-  if (ins.size() != n)
-    throw TypeError(op + ": expected " + std::to_string(n) + " operand(s), got " +
-                    std::to_string(ins.size()));
-}
-
 void check_dims_nonneg(const std::string& op, const Shape& s) {
   for (int64_t d : s)
     if (d < 0) throw TypeError(op + ": negative dimension in shape " + shape_str(s));
@@ -407,7 +401,7 @@ class SlicePrim : public Primitive {
     // Pad with zero blocks one axis at a time (concatenate is linear, so this
     // stays differentiable and transposes back to slices).
     Value g = *ct[0];
-    const Shape full = x[0].shape();  // a copy: emitting may move the trace's types
+    const Shape full = x[0].shape();
     for (size_t d = 0; d < full.size(); ++d) {
       int64_t lo = starts[d], hi = full[d] - limits[d];
       if (lo == 0 && hi == 0) continue;
