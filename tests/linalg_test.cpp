@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "drx/drx.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/drx.h"
 #include "test_util.h"
 
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "drx/drx.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/drx.h"
 #include "test_util.h"
 
 namespace {

@@ -20,9 +20,8 @@ inline ::testing::AssertionResult ArrayNear(const Array& got, const std::vector<
   for (int64_t i = 0; i < got.size(); ++i) {
     double g = got.element_as_double(i), w = want[static_cast<size_t>(i)];
     if (std::isnan(w) ? !std::isnan(g) : !(std::abs(g - w) <= atol + rtol * std::abs(w)))
-      return ::testing::AssertionFailure()
-             << "element " << i << ": got " << g << ", want " << w << " (array " << got.str()
-             << ")";
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w
+                                           << " (array " << got.str() << ")";
   }
   return ::testing::AssertionSuccess();
 }

@@ -1,8 +1,15 @@
+#include <string>
+#include <vector>
+
+// clang-format off: drx/transforms/api.h shares this file's name but is not its
+// header, so it stays in order here instead of going first.
 #include "drx/core/primitive.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/mapreduce/primitives.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
+#include "drx/transforms/api.h"
+// clang-format on
 
 namespace drx {
 
@@ -32,6 +39,93 @@ Value reduce_with(const char* op, const Primitive& prim, const Value& x) {
 
 Tree map_leaves(const Tree& t, Value (*fn)(const Value&)) {
   return tree_map([fn](const Value& v) { return fn(v); }, t);
+}
+
+// A program argument leaf that placement inference left on the server
+// although it has a leading dimension: its size matched no declared placement
+// (or several). Remembered while the program's function runs so that map_fn,
+// given this leaf, explains the size mismatch instead of suggesting broadcast.
+struct InferredServerLeaf {
+  Value value;
+  size_t arg = 0;
+  std::vector<std::string> candidates;      // placements of its size (several = ambiguous)
+  std::string program_call;                 // the program's declaration, for the hint
+  std::vector<std::string> arg_placements;  // where each argument went (first leaf)
+};
+thread_local std::vector<InferredServerLeaf> inferred_server_leaves;
+
+// Keeps the records of one program's arguments for its function's lifetime.
+class InferredServerScope {
+ public:
+  InferredServerScope() : start_(inferred_server_leaves.size()) {}
+  ~InferredServerScope() { inferred_server_leaves.resize(start_); }
+  InferredServerScope(const InferredServerScope&) = delete;
+  InferredServerScope& operator=(const InferredServerScope&) = delete;
+
+ private:
+  size_t start_;
+};
+
+const InferredServerLeaf* find_inferred_server_leaf(const Value& v) {
+  for (auto it = inferred_server_leaves.rbegin(); it != inferred_server_leaves.rend(); ++it)
+    if (it->value.trace() == v.trace() && it->value.id() == v.id()) return &*it;
+  return nullptr;
+}
+
+std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+
+// `drx::program({{"clients", 8}}, f` as the user would write it.
+std::string program_call(const Placements& placements) {
+  std::string s;
+  for (const auto& [name, size] : placements)
+    s += (s.empty() ? "" : ", ") + std::string("{") + quoted(name) + ", " + std::to_string(size) +
+         "}";
+  return "drx::program({" + s + "}, f";
+}
+
+// map_fn was given a program argument that inference did not place.
+[[noreturn]] void throw_not_inferred(size_t leaf, const Type& t, const InferredServerLeaf& r,
+                                     const std::string& placed_at) {
+  const std::string n = std::to_string(t.shape[0]);
+  std::string target = placed_at, reason, fix;
+  if (r.candidates.size() > 1) {
+    std::string names;
+    for (const std::string& c : r.candidates) names += (names.empty() ? "'" : ", '") + c + "'";
+    reason = "is the size of several placements (" + names + ")";
+    fix = "Name its placement explicitly with in_placements";
+    if (target.empty()) target = r.candidates.front();
+  } else {
+    // The placement this map_fn needs: that of its placed arguments, else the
+    // only one declared.
+    const Placements& declared = declared_placements();
+    if (target.empty() && declared.size() == 1) target = declared.front().first;
+    if (!target.empty()) {
+      const std::string size = std::to_string(placement_size(target, "map_fn"));
+      reason = "is not the size " + size + " of placement '" + target + "'";
+      fix = "Give it " + size +
+            " rows (one per client) or place arguments explicitly with "
+            "in_placements";
+    } else {
+      std::string all;
+      for (const auto& [name, size] : declared)
+        all += (all.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+      reason = "is not the size of any declared placement (" + all + ")";
+      fix = "Give it one row per client or place arguments explicitly with in_placements";
+      target = declared.front().first;
+    }
+  }
+  std::vector<std::string> in = r.arg_placements;
+  in[r.arg] = target;
+  std::string list;
+  for (const std::string& p : in) list += (list.empty() ? "" : ", ") + quoted(p);
+  throw Error("map_fn: argument leaf " + std::to_string(leaf) + " (" + t.str() +
+              ") is not placed: it is program argument " + std::to_string(r.arg) +
+              ", whose leading dimension " + n + " " + reason +
+              ", so drx::program, which without in_placements places an argument only where its "
+              "leading dimension equals exactly one declared placement's size, left it on the "
+              "server. " +
+              fix + ", e.g. " + r.program_call + ", /*in_placements=*/{" + list +
+              "}) (\"\" = server); if it is a server value, drx::broadcast it first");
 }
 }  // namespace
 
@@ -93,13 +187,19 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   require_program_scope("map_fn");
   Values leaves = leaf_values(Tree::list(args));
   if (leaves.empty()) throw Error("map_fn: needs at least one placed argument");
+  std::string placed_at;  // for the messages about an unplaced leaf
+  for (const Value& v : leaves)
+    if (placed_at.empty()) placed_at = v.type().placement;
   std::string placement;
   std::vector<Type> per_client;
   for (size_t i = 0; i < leaves.size(); ++i) {
     Type t = leaves[i].type();
-    if (t.placement.empty())
+    if (t.placement.empty()) {
+      if (const InferredServerLeaf* r = find_inferred_server_leaf(leaves[i]))
+        throw_not_inferred(i, t, *r, placed_at);
       throw Error("map_fn: argument leaf " + std::to_string(i) + " (" + t.str() +
                   ") is not placed; broadcast server values with drx::broadcast before mapping");
+    }
     if (!placement.empty() && t.placement != placement)
       throw Error("map_fn: arguments are placed at different placements: '" + placement +
                   "' and '" + t.placement + "' (leaf " + std::to_string(i) + ", " + t.str() + ")");
@@ -107,10 +207,10 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
     per_client.emplace_back(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
   }
   TracedFn body;
-  {
+  detail::with_trace_context("the map_fn body (placement '" + placement + "')", [&] {
     MapBodyScope in_body;
     body = trace_tree_fn(f, args, per_client, "body", "map_fn");
-  }
+  });
   const Primitive& p = prims::map_fn();
   Values outs = emit(p, leaves,
                      Params{{"placement", placement},
@@ -126,6 +226,9 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
     if (!in_placements.empty() && in_placements.size() != args.size())
       throw Error("program: " + std::to_string(in_placements.size()) + " in_placements given for " +
                   std::to_string(args.size()) + " arguments");
+    InferredServerScope inferred;
+    std::vector<InferredServerLeaf> left_on_server;
+    std::vector<std::string> arg_placements;
     std::vector<Tree> placed;
     for (size_t a = 0; a < args.size(); ++a) {
       Values leaves = leaf_values(args[a]);
@@ -143,17 +246,23 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
                           "' but its leading dimension is not " + std::to_string(n));
           }
         } else if (!t.shape.empty()) {
-          int matches = 0;
+          std::vector<std::string> matches;
           for (const auto& [name, size] : declared_placements())
-            if (size == t.shape[0]) {
-              target = name;
-              ++matches;
-            }
-          if (matches != 1) target.clear();
+            if (size == t.shape[0]) matches.push_back(name);
+          if (matches.size() == 1)
+            target = matches[0];
+          else
+            left_on_server.push_back({leaves[i], a, std::move(matches), "", {}});
         }
         if (!target.empty()) leaves[i] = place(leaves[i], target);
       }
+      arg_placements.push_back(leaves.empty() ? "" : leaves[0].type().placement);
       placed.push_back(unflatten_values(args[a], leaves));
+    }
+    for (InferredServerLeaf& r : left_on_server) {
+      r.program_call = program_call(placements);
+      r.arg_placements = arg_placements;
+      inferred_server_leaves.push_back(std::move(r));
     }
     return f(placed);
   };

@@ -1,6 +1,7 @@
 // dot_general (contraction with batch dims) and matmul on top of it.
 #include <algorithm>
 #include <numeric>
+#include <string>
 
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
@@ -263,6 +264,26 @@ class DotGeneralPrim : public Primitive {
   }
 };
 
+// The C++ name of a dtype constant, for suggestions: drx::f32, drx::bool_.
+std::string dtype_constant(DType d) {
+  return d == DType::bool_ ? "drx::bool_" : "drx::" + std::string(dtype_name(d));
+}
+
+// Checked before any dims so that a dtype mistake is reported as such, by the
+// public op the user called, with the conversion that fixes it.
+void check_dot_dtypes(const char* op, const Value& a, const Value& b, const char* a_name,
+                      const char* b_name) {
+  const Type &ta = a.type(), &tb = b.type();
+  if (ta.dtype != tb.dtype)
+    throw TypeError(std::string(op) + ": operands have different dtypes " + ta.str() + " and " +
+                    tb.str() + "; convert one with drx::astype, e.g. the second to the first's: " +
+                    "drx::astype(" + b_name + ", " + dtype_constant(ta.dtype) + ")");
+  if (ta.dtype == DType::bool_)
+    throw TypeError(std::string(op) + ": operands " + ta.str() + " and " + tb.str() +
+                    " are bool, which is not numeric; convert them with drx::astype, e.g. " +
+                    "drx::astype(" + a_name + ", drx::f32)");
+}
+
 Dims normalize_dims(Dims dims, int64_t ndim) {
   for (int64_t& d : dims)
     if (d < 0 && d + ndim >= 0) d += ndim;
@@ -282,6 +303,7 @@ DRX_PRIMITIVE_FAMILY(linalg) { registry.add(prims::dot_general()); }
 
 // Negative dims count from the end; the primitive checks everything else.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {
+  check_dot_dtypes("dot_general", lhs, rhs, "lhs", "rhs");
   return emit_dot(lhs, rhs,
                   DotParams(normalize_dims(dims.lhs_contracting, lhs.ndim()),
                             normalize_dims(dims.rhs_contracting, rhs.ndim()),
@@ -296,6 +318,7 @@ Value matmul(const Value& a, const Value& b) {
   auto fail = [&](const std::string& what) {
     throw TypeError("matmul: " + a.type().str() + " @ " + b.type().str() + ": " + what);
   };
+  check_dot_dtypes("matmul", a, b, "a", "b");
   if (a.ndim() == 0 || b.ndim() == 0) fail("operands must be at least 1-D (use * for scalars)");
   const int64_t ka = a.shape().back();
   const int64_t kb = b.ndim() == 1 ? b.shape()[0] : b.shape()[static_cast<size_t>(b.ndim() - 2)];

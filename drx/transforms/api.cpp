@@ -1,6 +1,10 @@
 #include "drx/transforms/api.h"
 
+#include <functional>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
@@ -26,19 +30,86 @@ void require_in_trace(const char* what) {
     throw Error(std::string(what) +
                 ": must be called on Values inside a trace (wrap the caller in drx::jit)");
 }
+
+Type leaf_type(const Tree& leaf) {
+  if (leaf.kind() == Tree::Kind::array) return Type(leaf.array().dtype(), leaf.array().shape());
+  return leaf.value().type();
+}
+
+// The first leaf of `t` that is not floating-point, as its path below the
+// argument (e.g. "['b']", "[0]"; "" for a leaf argument) and type.
+std::optional<std::pair<std::string, Type>> non_float_leaf(const Tree& t, const std::string& path) {
+  if (t.is_leaf()) {
+    Type ty = leaf_type(t);
+    if (is_floating(ty.dtype)) return std::nullopt;
+    return std::make_pair(path, ty);
+  }
+  for (size_t i = 0; i < t.size(); ++i) {
+    std::string sub =
+        t.kind() == Tree::Kind::dict ? "['" + t.keys()[i] + "']" : "[" + std::to_string(i) + "]";
+    if (auto r = non_float_leaf(t.children()[i], path + sub)) return r;
+  }
+  return std::nullopt;
+}
+
+// How the caller wrote this grad, with allow_int added, for the error message.
+std::string call_with_allow_int(const GradSpec& spec, int argnum) {
+  std::string args;
+  if (spec.as_list) {
+    for (int a : spec.argnums) args += (args.empty() ? "" : ", ") + std::to_string(a);
+    args = "{" + args + "}";
+  } else {
+    args = std::to_string(argnum);
+  }
+  return std::string("drx::") + (spec.with_value ? "value_and_grad" : "grad") + "(f, " + args +
+         ", drx::GradOptions{.allow_int = true})";
+}
 }  // namespace
 
-TreeFn grad_fn(TreeFn f, GradOptions opt) {
-  return [f = std::move(f), opt](const std::vector<Tree>& args) -> Tree {
-    const char* what = opt.with_value ? "value_and_grad" : "grad";
+namespace detail {
+void with_trace_context(const std::string& where, const std::function<void()>& trace) {
+  // Rethrown as the caught type so that callers catching a subclass still do.
+  const std::string line = "\n  in " + where;
+  try {
+    trace();
+  } catch (const ParseError& e) {
+    throw ParseError(e.what() + line);
+  } catch (const TypeError& e) {
+    throw TypeError(e.what() + line);
+  } catch (const Error& e) {
+    throw Error(e.what() + line);
+  }
+}
+}  // namespace detail
+
+TreeFn grad_fn(TreeFn f, GradSpec spec) {
+  return [f = std::move(f), spec](const std::vector<Tree>& args) -> Tree {
+    const char* what = spec.with_value ? "value_and_grad" : "grad";
     require_in_trace(what);
-    for (int a : opt.argnums)
+    for (int a : spec.argnums)
       if (a < 0 || static_cast<size_t>(a) >= args.size())
         throw Error(std::string(what) + ": argnum " + std::to_string(a) +
                     " is out of range for a function of " + std::to_string(args.size()) +
                     " argument" + (args.size() == 1 ? "" : "s"));
+    // An integer argument has no gradient; asking for one is usually a wrong
+    // argnum, so it is an error unless allowed (then its gradient is zeros).
+    if (!spec.options.allow_int)
+      for (int a : spec.argnums)
+        if (auto bad = non_float_leaf(args[static_cast<size_t>(a)], "")) {
+          const auto& [path, type] = *bad;
+          std::string kind = type.dtype == DType::bool_ ? "bool" : "integer";
+          throw TypeError(std::string(what) + ": argument " + std::to_string(a) +
+                          (path.empty() ? "" : " leaf " + path) + " has " + kind + " type " +
+                          type.str() + "; " + what +
+                          " differentiates only floating-point arguments. Convert it with "
+                          "drx::astype, differentiate with respect to other arguments, or "
+                          "take zero gradients for it with " +
+                          call_with_allow_int(spec, a));
+        }
     Values leaves = leaf_values(Tree::list(args));
-    TracedFn t = trace_tree_fn(f, args, leaf_types(args), what);
+    TracedFn t;
+    detail::with_trace_context(std::string("the function differentiated by ") + what,
+                               [&] { t = trace_tree_fn(f, args, leaf_types(args), what); });
     const Program& p = t.program;
     if (p.outputs.size() != 1 || !p.type_of(p.outputs[0]).shape.empty() ||
         !is_floating(p.type_of(p.outputs[0]).dtype)) {
@@ -49,21 +120,21 @@ TreeFn grad_fn(TreeFn f, GradOptions opt) {
     }
     std::vector<size_t> off = leaf_offsets(args);
     std::vector<bool> wrt(p.inputs.size(), false);
-    for (int a : opt.argnums)
+    for (int a : spec.argnums)
       for (size_t i = off[static_cast<size_t>(a)]; i < off[static_cast<size_t>(a) + 1]; ++i)
         wrt[i] = true;
     Values outs;
     Value one = constant(full({}, 1.0, p.type_of(p.outputs[0]).dtype));
     MaybeValues cts = vjp_emit(p, concat(leaves, t.captured), {one}, wrt, outs);
     std::vector<Tree> grads;
-    for (int a : opt.argnums) {
+    for (int a : spec.argnums) {
       Values g;
       for (size_t i = off[static_cast<size_t>(a)]; i < off[static_cast<size_t>(a) + 1]; ++i)
         g.push_back(cts[i] ? *cts[i] : zeros_like(leaves[i]));
       grads.push_back(unflatten_values(args[static_cast<size_t>(a)], g));
     }
-    Tree g = opt.as_list ? Tree::list(grads) : grads[0];
-    return opt.with_value ? Tree::list({Tree(outs[0]), g}) : g;
+    Tree g = spec.as_list ? Tree::list(grads) : grads[0];
+    return spec.with_value ? Tree::list({Tree(outs[0]), g}) : g;
   };
 }
 

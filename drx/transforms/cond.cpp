@@ -11,6 +11,7 @@
 #include "drx/core/trace.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
+#include "drx/transforms/api.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
 
@@ -26,11 +27,15 @@ std::shared_ptr<const Program> shared(Program p) {
 class CondPrim : public Primitive {
  public:
   CondPrim() : Primitive("cond") {}
+  // A server-level cond may take placed operands (a branch can map over the
+  // clients); its branches type the placements of what they return.
+  bool placement_aware() const override { return true; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.empty()) throw TypeError("cond: needs a predicate operand");
-    if (ins[0].dtype != DType::bool_ || !ins[0].shape.empty())
-      throw TypeError("cond: the predicate is " + ins[0].str() + ", expected a bool scalar");
+    if (ins[0].dtype != DType::bool_ || !ins[0].shape.empty() || !ins[0].placement.empty())
+      throw TypeError("cond: the predicate is " + ins[0].str() +
+                      ", expected an unplaced bool scalar");
     std::vector<Type> outs;
     for (int b = 0; b < 2; ++b) {
       const Program& body = p.get_program(kBranches[b], name());
@@ -40,15 +45,13 @@ class CondPrim : public Primitive {
                         std::to_string(body.inputs.size()) + " inputs");
       for (size_t i = 0; i < body.inputs.size(); ++i) {
         const Type& want = body.type_of(body.inputs[i]);
-        if (want.dtype != ins[i + 1].dtype || want.shape != ins[i + 1].shape)
+        if (want != ins[i + 1])
           throw TypeError("cond: operand " + std::to_string(i) + " is " + ins[i + 1].str() + ", " +
                           kBranches[b] + " @" + body.name + " expects " + want.str());
       }
       std::vector<Type> mine;
       for (int v : body.outputs) {
-        Type t = body.type_of(v);
-        t.placement = ins[0].placement;
-        mine.push_back(t);
+        mine.push_back(body.type_of(v));
       }
       if (b == 1 && mine != outs) {
         std::string a, c;
@@ -153,8 +156,11 @@ Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
   const BranchFn* fns[2] = {&false_fn, &true_fn};
   for (int b = 0; b < 2; ++b) {
     const BranchFn& fn = *fns[b];
-    traced[b] = trace_tree_fn([&fn](const std::vector<Tree>& a) { return fn(a[0]); }, {operands},
-                              types, kBranches[b]);
+    detail::with_trace_context(
+        b == 1 ? "the true branch of cond" : "the false branch of cond", [&] {
+          traced[b] = trace_tree_fn([&fn](const std::vector<Tree>& a) { return fn(a[0]); },
+                                    {operands}, types, kBranches[b]);
+        });
   }
   if (traced[0].out_structure.structure() != traced[1].out_structure.structure())
     throw Error(
