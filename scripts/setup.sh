@@ -16,6 +16,9 @@ PACKAGES=(
   clang-format          # style check of the sources
   python3
   dataset-fashion-mnist # the real dataset for the federated benchmark
+  clang-14              # scripts/fuzz.sh: libFuzzer targets in fuzz/
+  libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)
+  llvm-14               # llvm-symbolizer for readable sanitizer stacks
 )
 # Extra packages may be asked for by the caller (scripts/setup_bench.sh does).
 PACKAGES+=("$@")

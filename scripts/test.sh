@@ -3,7 +3,8 @@
 # errors, run every test (unit tests, CLI, and the install test against an
 # outside project). With DRX_SANITIZE_CI=1 (the default when CI=true) it also
 # builds an ASan+UBSan tree in build-asan and runs the unit tests there, and a
-# ThreadSanitizer tree in build-tsan for the concurrency tests.
+# ThreadSanitizer tree in build-tsan for the concurrency tests, and runs each
+# libFuzzer target (fuzz/) for a bounded time from its committed seed corpus.
 # Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,9 @@ if [[ "$sanitize" == "1" ]]; then
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ./build-tsan/drx_tests --gtest_brief=1 \
     --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*'
+
+  stage "fuzzing (build-fuzz/, libFuzzer: program text, checkpoints, IDX files)"
+  bash scripts/fuzz.sh --ci "${DRX_FUZZ_SECONDS:-60}"
 fi
 
 stage "all checks passed"
