@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -25,10 +26,24 @@ std::string dir_of(const std::string& path) {
   throw Error("cannot write '" + path + "': " + what + ": " + std::strerror(err));
 }
 
+// mkstemp replaces the six Xs with letters and digits.
+constexpr std::string_view kTempInfix = ".tmp.";
+constexpr std::string_view kTempSuffix = "XXXXXX";
+
 }  // namespace
 
+bool is_atomic_temp_of(std::string_view name, std::string_view target) {
+  if (name.size() != target.size() + kTempInfix.size() + kTempSuffix.size() ||
+      !name.starts_with(target) || name.substr(target.size(), kTempInfix.size()) != kTempInfix)
+    return false;
+  const std::string_view suffix = name.substr(target.size() + kTempInfix.size());
+  return std::all_of(suffix.begin(), suffix.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
+}
+
 void write_file_atomic(const std::string& path, std::string_view bytes) {
-  std::string tmpl = path + ".tmp.XXXXXX";
+  std::string tmpl = path + std::string(kTempInfix) + std::string(kTempSuffix);
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());

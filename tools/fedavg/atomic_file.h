@@ -10,6 +10,11 @@ namespace drx::tool::fedavg {
 // the path and the reason; `path` is then untouched.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Whether `name` (a file name, no directory) is a temporary file that
+// write_file_atomic makes while replacing the file named `target`: what a
+// killed writer can leave behind.
+bool is_atomic_temp_of(std::string_view name, std::string_view target);
+
 // The whole file; drx::Error naming the path if it cannot be read.
 std::string read_file(const std::string& path);
 

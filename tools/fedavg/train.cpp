@@ -233,20 +233,11 @@ TrainState initial_state(const Options& o, const Inputs& in, const optim::Server
 }
 
 // mkstemp's replacement for the "XXXXXX" of write_file_atomic's temporary names.
-bool is_mkstemp_suffix(std::string_view s) {
-  return s.size() == 6 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-         });
-}
-
-// A temporary file of write_file_atomic (atomic_file.cpp: the final path + ".tmp.XXXXXX") for
-// one of the files a run writes. Other files in --out are the user's.
+// A temporary file of write_file_atomic for one of the files a run writes.
+// Other files in --out are the user's.
 bool is_temp_leftover(const std::string& name) {
-  for (const char* file : {kCheckpointFile, kMetricsCsvFile, kMetricsSvgFile}) {
-    const std::string prefix = std::string(file) + ".tmp.";
-    if (name.starts_with(prefix) && is_mkstemp_suffix(std::string_view(name).substr(prefix.size())))
-      return true;
-  }
+  for (const char* file : {kCheckpointFile, kMetricsCsvFile, kMetricsSvgFile})
+    if (is_atomic_temp_of(name, file)) return true;
   return false;
 }
 
