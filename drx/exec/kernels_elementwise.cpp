@@ -206,12 +206,9 @@ std::optional<KernelSpec> unary(const Eqn& e, const CompileContext& cx, const Sc
 template <class T>
 std::optional<KernelSpec> binary(const Eqn& e, const CompileContext& cx, const ScalarKernel& k) {
   if (k.predicate()) {
-    const bool through_broadcasts = is_floating(cx.var(e.ins[0]).dtype);
-    return make_binary<T, uint8_t>(e,
-                                   access(e, cx,
-                                          through_broadcasts ? std::initializer_list<size_t>{0, 1}
-                                                             : std::initializer_list<size_t>{}),
-                                   k);
+    const Access a =
+        is_floating(cx.var(e.ins[0]).dtype) ? access(e, cx, {0, 1}) : access(e, cx, {});
+    return make_binary<T, uint8_t>(e, a, k);
   }
   if (e.prim == &prims::add() || e.prim == &prims::sub())
     if (std::optional<KernelSpec> gemm = accumulated_dot(e, cx, e.prim == &prims::sub()))
