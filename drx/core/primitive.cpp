@@ -20,6 +20,19 @@ MaybeValues Primitive::jvp(const Values&, const MaybeValues&, const Values&, con
 MaybeValues Primitive::vjp(const Values&, const Values&, const MaybeValues&, const Params&) const {
   throw Error(name_ + ": reverse-mode differentiation (vjp) is not defined for this primitive");
 }
+std::optional<std::pair<Values, MaybeValues>> Primitive::joint_jvp(const Values&,
+                                                                   const MaybeValues&,
+                                                                   const Params&) const {
+  return std::nullopt;
+}
+std::optional<VjpForward> Primitive::vjp_forward(const Values&, const std::vector<bool>&,
+                                                 const Params&) const {
+  return std::nullopt;
+}
+MaybeValues Primitive::vjp_backward(const Values&, const VjpForward&, const MaybeValues&,
+                                    const Params&) const {
+  throw Error("internal: " + name_ + " has a vjp_forward but no vjp_backward");
+}
 std::vector<Batched> Primitive::vmap(const std::vector<Batched>&, int64_t, const Params&) const {
   throw Error(name_ + ": batching (vmap) is not defined for this primitive");
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <any>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,13 @@ class StableHloEmitter;
 // A tangent or cotangent; std::nullopt is a symbolic zero (never materialised).
 using MaybeValue = std::optional<Value>;
 using MaybeValues = std::vector<MaybeValue>;
+
+// What a primitive's own forward pass under reverse mode kept for its
+// backward pass (see Primitive::vjp_forward).
+struct VjpForward {
+  Values outs;     // the equation's results
+  std::any saved;  // whatever the primitive's vjp_backward reads
+};
 
 // A value inside a vmap rule: `batched` values carry the batch at axis 0, or
 // at axis 1 for placed values (the placement axis always stays leading; only
@@ -58,6 +66,22 @@ class Primitive {
   // Reverse mode: cotangents of the inputs given cotangents of the outputs.
   virtual MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cotangents,
                           const Params& params) const;
+  // Primitives whose jvp recomputes the primal results (loops: one scan of the
+  // body's jvp) return both, so the primal equation is not emitted twice.
+  // nullopt (the default): the primal equation is emitted and jvp() called.
+  virtual std::optional<std::pair<Values, MaybeValues>> joint_jvp(const Values& primals,
+                                                                  const MaybeValues& tangents,
+                                                                  const Params& params) const;
+  // Primitives whose backward pass needs what their forward pass computes
+  // inside (a loop's per-iteration residuals) run that forward pass here under
+  // reverse mode instead of the plain equation; active[i]: operand i needs a
+  // cotangent. vjp_backward then gets what it saved. nullopt (the default):
+  // the equation is emitted and vjp() called.
+  virtual std::optional<VjpForward> vjp_forward(const Values& primals,
+                                                const std::vector<bool>& active,
+                                                const Params& params) const;
+  virtual MaybeValues vjp_backward(const Values& primals, const VjpForward& forward,
+                                   const MaybeValues& cotangents, const Params& params) const;
   // Batching: inputs that are `batched` carry a leading batch axis of `batch_size`.
   virtual std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
                                     const Params& params) const;

@@ -31,11 +31,13 @@ Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tang
           tins.push_back(d.tangent);
           any_tangent = any_tangent || d.tangent.has_value();
         }
-        Values outs = emit(*e.prim, ins, e.params);
+        std::optional<std::pair<Values, MaybeValues>> joint;
+        if (any_tangent) joint = e.prim->joint_jvp(ins, tins, e.params);
+        Values outs = joint ? joint->first : emit(*e.prim, ins, e.params);
         std::vector<Dual> duals;
         for (const Value& o : outs) duals.push_back({o, std::nullopt});
         if (!any_tangent) return duals;
-        MaybeValues touts = e.prim->jvp(ins, tins, outs, e.params);
+        MaybeValues touts = joint ? joint->second : e.prim->jvp(ins, tins, outs, e.params);
         if (touts.size() != outs.size())
           throw Error("internal: jvp rule of " + e.prim->name() + " returned " +
                       std::to_string(touts.size()) + " tangents for " +

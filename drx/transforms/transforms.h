@@ -38,6 +38,17 @@ Values jvp_emit(const Program& p, const Values& primals, const MaybeValues& tang
 // cotangent of each input with wrt[i] set (nullopt = zero or not requested).
 MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
                      const std::vector<bool>& wrt, Values& outs);
+// vjp_emit in its two halves, for rules that run a sub-program's forward pass
+// in one place and its backward pass in another (checkpointed loops).
+struct VjpTape {
+  Values outs;                                     // p's outputs
+  std::vector<char> active;                        // per variable: needs a cotangent
+  std::vector<Values> eqn_ins, eqn_outs;           // per equation: operands and results
+  std::vector<std::optional<VjpForward>> forward;  // per equation: its own forward pass
+};
+VjpTape vjp_forward_emit(const Program& p, const Values& primals, const std::vector<bool>& wrt);
+MaybeValues vjp_backward_emit(const Program& p, const VjpTape& tape,
+                              const MaybeValues& out_cotangents, const std::vector<bool>& wrt);
 // Replays p with batched inputs (batch at axis 0).
 std::vector<Batched> vmap_emit(const Program& p, const std::vector<Batched>& ins,
                                int64_t batch_size);

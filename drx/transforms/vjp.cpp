@@ -12,29 +12,42 @@ void accumulate(MaybeValue& slot, const MaybeValue& ct) {
 }
 }  // namespace
 
-MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
-                     const std::vector<bool>& wrt, Values& outs) {
+VjpTape vjp_forward_emit(const Program& p, const Values& primals, const std::vector<bool>& wrt) {
+  VjpTape t;
   const size_t n = p.var_types.size();
   // Only values that depend on a requested input need cotangents.
-  std::vector<char> active(n, 0);
+  t.active.assign(n, 0);
   for (size_t i = 0; i < p.inputs.size(); ++i)
-    active[static_cast<size_t>(p.inputs[i])] = wrt[i] && carries_derivative(p.type_of(p.inputs[i]));
+    t.active[static_cast<size_t>(p.inputs[i])] =
+        wrt[i] && carries_derivative(p.type_of(p.inputs[i]));
   // The forward pass replays p and keeps each equation's operands and results
   // (the residuals the backward pass reads).
-  std::vector<Values> eqn_ins(p.eqns.size()), eqn_outs(p.eqns.size());
-  outs = walk_program(p, primals, [&](size_t k, const Eqn& e, const Values& ins) {
+  t.eqn_ins.resize(p.eqns.size());
+  t.eqn_outs.resize(p.eqns.size());
+  t.forward.resize(p.eqns.size());
+  std::vector<bool> active_ins;
+  t.outs = walk_program(p, primals, [&](size_t k, const Eqn& e, const Values& ins) {
     bool any_active = false;
-    for (int v : e.ins) any_active = any_active || active[static_cast<size_t>(v)];
-    eqn_ins[k] = ins;
-    eqn_outs[k] = emit(*e.prim, ins, e.params);
+    active_ins.clear();
+    for (int v : e.ins) {
+      active_ins.push_back(t.active[static_cast<size_t>(v)] != 0);
+      any_active = any_active || active_ins.back();
+    }
+    t.eqn_ins[k] = ins;
+    if (any_active) t.forward[k] = e.prim->vjp_forward(ins, active_ins, e.params);
+    t.eqn_outs[k] = t.forward[k] ? t.forward[k]->outs : emit(*e.prim, ins, e.params);
     for (int o : e.outs)
-      active[static_cast<size_t>(o)] = any_active && carries_derivative(p.type_of(o));
-    return eqn_outs[k];
+      t.active[static_cast<size_t>(o)] = any_active && carries_derivative(p.type_of(o));
+    return t.eqn_outs[k];
   });
+  return t;
+}
 
-  std::vector<MaybeValue> ct(n);
+MaybeValues vjp_backward_emit(const Program& p, const VjpTape& t, const MaybeValues& out_cotangents,
+                              const std::vector<bool>& wrt) {
+  std::vector<MaybeValue> ct(p.var_types.size());
   for (size_t i = 0; i < p.outputs.size(); ++i)
-    if (active[static_cast<size_t>(p.outputs[i])])
+    if (t.active[static_cast<size_t>(p.outputs[i])])
       accumulate(ct[static_cast<size_t>(p.outputs[i])], out_cotangents[i]);
   for (size_t k = p.eqns.size(); k-- > 0;) {
     const Eqn& e = p.eqns[k];
@@ -45,19 +58,28 @@ MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues&
       any = any || cts.back().has_value();
     }
     if (!any) continue;
-    MaybeValues in_cts = e.prim->vjp(eqn_ins[k], eqn_outs[k], cts, e.params);
+    MaybeValues in_cts = t.forward[k]
+                             ? e.prim->vjp_backward(t.eqn_ins[k], *t.forward[k], cts, e.params)
+                             : e.prim->vjp(t.eqn_ins[k], t.eqn_outs[k], cts, e.params);
     if (in_cts.size() != e.ins.size())
       throw Error("internal: vjp rule of " + e.prim->name() + " returned " +
                   std::to_string(in_cts.size()) + " cotangents for " +
                   std::to_string(e.ins.size()) + " inputs");
     for (size_t i = 0; i < e.ins.size(); ++i)
-      if (active[static_cast<size_t>(e.ins[i])])
+      if (t.active[static_cast<size_t>(e.ins[i])])
         accumulate(ct[static_cast<size_t>(e.ins[i])], in_cts[i]);
   }
   MaybeValues result;
   for (size_t i = 0; i < p.inputs.size(); ++i)
     result.push_back(wrt[i] ? ct[static_cast<size_t>(p.inputs[i])] : std::nullopt);
   return result;
+}
+
+MaybeValues vjp_emit(const Program& p, const Values& primals, const MaybeValues& out_cotangents,
+                     const std::vector<bool>& wrt, Values& outs) {
+  VjpTape t = vjp_forward_emit(p, primals, wrt);
+  outs = t.outs;
+  return vjp_backward_emit(p, t, out_cotangents, wrt);
 }
 
 Program vjp_program(const Program& p, const std::vector<bool>& wrt,

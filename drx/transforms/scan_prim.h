@@ -1,0 +1,53 @@
+#pragma once
+// Private to drx/transforms: the scan primitive's class. Its rules live in
+// scan.cpp (types, semantics, batching) and scan_autodiff.cpp (jvp, vjp).
+#include <memory>
+
+#include "drx/core/primitive.h"
+
+namespace drx {
+
+// The parameters of one scan equation, read once.
+struct ScanParams {
+  std::shared_ptr<const Program> body;
+  int64_t length = 0, num_consts = 0, num_carry = 0;
+  bool reverse = false, remat = false;
+  int64_t checkpoint_every = 0;
+  size_t nc() const { return static_cast<size_t>(num_consts); }
+  size_t nh() const { return static_cast<size_t>(num_carry); }
+  // xs and ys, from the body's signature.
+  size_t nx() const { return body->inputs.size() - nc() - nh(); }
+  size_t ny() const { return body->outputs.size() - nh(); }
+
+  static ScanParams of(const Params& p);
+  Params params() const;
+  // This scan with another body and the same options.
+  ScanParams with_body(Program b, int64_t consts, int64_t carry) const;
+};
+
+// Emits one scan equation; returns the final carry, then the stacked ys.
+Values emit_scan(const ScanParams& s, const Values& consts, const Values& carry, const Values& xs);
+
+class ScanPrim : public Primitive {
+ public:
+  ScanPrim() : Primitive("scan") {}
+  // Consts and carries may be placed (a body can map over the clients).
+  bool placement_aware() const override { return true; }
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override;
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override;
+  MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
+                  const Params& p) const override;
+  std::optional<std::pair<Values, MaybeValues>> joint_jvp(const Values& primals,
+                                                          const MaybeValues& tangents,
+                                                          const Params& p) const override;
+  MaybeValues vjp(const Values& primals, const Values& outs, const MaybeValues& cts,
+                  const Params& p) const override;
+  std::optional<VjpForward> vjp_forward(const Values& primals, const std::vector<bool>& active,
+                                        const Params& p) const override;
+  MaybeValues vjp_backward(const Values& primals, const VjpForward& forward, const MaybeValues& cts,
+                           const Params& p) const override;
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
+                            const Params& p) const override;
+};
+
+}  // namespace drx
