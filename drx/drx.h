@@ -19,5 +19,6 @@
 #include "drx/trace/tree.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
+#include "drx/transforms/loops.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"

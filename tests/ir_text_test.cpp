@@ -9,6 +9,7 @@
 
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/transforms/loops.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -162,6 +163,26 @@ std::vector<Case> coverage_cases() {
                      return {r.value()};
                    },
                    {f32t({3}), f32t({3})}});
+  cases.push_back(
+      {"loops",
+       [](const std::vector<Value>& a) -> std::vector<Value> {
+         Value w = a[1];  // a const of the scan body
+         auto [c, ys] = scan(
+             [&](const Tree& h, const Tree& x) -> std::pair<Tree, Tree> {
+               Value n = tanh(h.value() * w + x.value());
+               return {Tree(n), Tree(n * 2.0)};
+             },
+             Tree(a[1]), Tree(a[0]), ScanOptions{.reverse = true});
+         Tree f = fori_loop(
+             0, 3,
+             [](const Value& i, const Tree& h) { return Tree(h.value() + astype(i, DType::f32)); },
+             c);
+         Tree l = while_loop(
+             [](const Tree& h) { return less(sum(h.value()), scalar_like(sum(h.value()), 50.0)); },
+             [](const Tree& h) { return Tree(h.value() * 2.0 + 1.0); }, f);
+         return {ys.value(), l.value()};
+       },
+       {f32t({4, 3}), f32t({3})}});
   return cases;
 }
 

@@ -380,16 +380,27 @@ TEST(OptimRound, FullStepsRunWithoutTheSkipAndGiveTheSameModel) {
   double ls = 0, cnt = 0;
   RefMlp want = ref_client(RefMlp::of(params), d, steps, 0.3, 0.9, &ls, &cnt);
   EXPECT_LT(max_abs_diff(flat(unchecked["params"]), want.flat()), 1e-12);
-  // Fewer conds in the program: one per step that is not full.
-  auto conds = [](const drx::Program& p) {
+  // The full steps run in a scan of their own whose body has no cond; the others in a scan
+  // whose body has the cond.
+  std::function<void(const drx::Program&, std::vector<std::string>&)> bodies_with_cond;
+  bodies_with_cond = [&](const drx::Program& p, std::vector<std::string>& out) {
+    for (const drx::Eqn& e : p.eqns) {
+      if (e.prim->name() == "cond") out.push_back(p.name);
+      if (e.params.has("body")) bodies_with_cond(e.params.get_program("body", e.prim->name()), out);
+    }
+  };
+  auto scans = [](const drx::Program& p) {
     size_t n = 0;
     for (const drx::Eqn& e : p.eqns)
-      if (auto* body = std::get_if<std::shared_ptr<const drx::Program>>(
-              e.params.has("body") ? &e.params.at("body", "map_fn") : nullptr))
-        for (const drx::Eqn& b : (*body)->eqns) n += b.prim->name() == "cond";
+      if (e.prim->name() == "map_fn")
+        for (const drx::Eqn& b : e.params.get_program("body", "map_fn").eqns)
+          n += b.prim->name() == "scan";
     return n;
   };
-  EXPECT_EQ(conds(full.last_program()), 1u);
+  std::vector<std::string> with_cond;
+  bodies_with_cond(full.last_program(), with_cond);
+  EXPECT_EQ(with_cond.size(), 1u);
+  EXPECT_EQ(scans(full.last_program()), 2u);
   spec.full_steps = 4;
   EXPECT_THROW(drx::optim::fedavg_round(spec), drx::Error);
 }

@@ -18,6 +18,7 @@ const KernelTable& table() {
     add_mapreduce_kernels(t);
     add_index_kernels(t);
     add_control_flow_kernels(t);
+    add_loop_kernels(t);
     return t;
   }();
   return t;

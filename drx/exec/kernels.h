@@ -21,6 +21,7 @@ void add_shape_kernels(KernelTable& t);
 void add_mapreduce_kernels(KernelTable& t);
 void add_index_kernels(KernelTable& t);
 void add_control_flow_kernels(KernelTable& t);
+void add_loop_kernels(KernelTable& t);  // scan, while_loop
 
 // Kernels derived from what a primitive states about itself: its scalar
 // function (elementwise) or its reduction.

@@ -64,10 +64,11 @@ struct RoundSpec {
 //   -> dict {"params": ..., "state": ..., "loss": []}
 // Computation is in the params' dtype (x_all, mask and weights are converted). Clients gather their
 // examples from the unplaced dataset with drx::take inside the map_fn body, run `steps` local SGD
-// steps (unrolled at trace time), and return weight * (client params - server params) and
-// weight * mean training loss, so every map_fn output feeds only a reduce_sum. The server divides
-// by max(sum of weights, tiny). "loss" is the weighted mean over clients of each client's mean
-// cross-entropy over the (example, step) visits of the round, taken before each step's update.
+// steps (a scan: the program does not grow with the steps), and return weight * (client params -
+// server params) and weight * mean training loss, so every map_fn output feeds only a reduce_sum.
+// The server divides by max(sum of weights, tiny). "loss" is the weighted mean over clients of each
+// client's mean cross-entropy over the (example, step) visits of the round, taken before each
+// step's update.
 using RoundFn = Function<Tree(Tree, Tree, Value, Value, Value, Value, Value)>;
 RoundFn fedavg_round(const RoundSpec& spec);
 

@@ -8,6 +8,7 @@
 #include "drx/optim/optim.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
+#include "drx/transforms/loops.h"
 
 namespace drx::optim {
 
@@ -54,15 +55,19 @@ std::pair<int64_t, int64_t> check_data(const char* op, int64_t clients, const Va
   return {it.shape[1], it.shape[2]};
 }
 
-// Rows [s * batch, (s + 1) * batch) of a client's gathered [steps * batch, ...] data.
-Value step_rows(const Value& x, int64_t s, int64_t batch) {
-  std::vector<int64_t> starts(x.ndim(), 0), stops = x.shape();
-  starts[0] = s * batch, stops[0] = (s + 1) * batch;
-  return slice(x, starts, stops);
-}
-
 Value batch_loss(Tree p, Value x, Value y, Value mask) {
   return nn::masked_mean_loss(nn::mlp_apply(p, x), y, mask);
+}
+
+// Rows [lo, hi) of each leaf.
+Tree step_range(const Tree& t, int64_t lo, int64_t hi) {
+  return tree_map(
+      [&](const Value& v) {
+        std::vector<int64_t> starts(v.ndim(), 0), stops = v.shape();
+        starts[0] = lo, stops[0] = hi;
+        return slice(v, starts, stops);
+      },
+      t);
 }
 
 // One client's local training on its [steps, batch] grid; returns its params and the sum and
@@ -76,46 +81,57 @@ LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& st
   auto step_grad = value_and_grad(batch_loss);
   const bool heavy_ball = sgd.momentum != 0.0;
   const double lr = sgd.lr, mu = sgd.momentum;
-  Tree p = start;
   Tree m =
       heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree::list({});
-  Value loss_sum = fill({}, 0.0, mask.dtype()), count = loss_sum;
+  Value zero = fill({}, 0.0, mask.dtype());
   // One gather per client for all its steps: fewer passes over the (large, shared) dataset.
   const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
   Value flat_idx = reshape(idx, {steps * batch});
-  Value x_all_steps = take(xs, flat_idx, 0), y_all_steps = take(ys, flat_idx, 0);
-  Value m_all_steps = reshape(mask, {steps * batch});
-  for (int64_t s = 0; s < steps; ++s) {
-    Value mb = step_rows(m_all_steps, s, batch);
-    Value n = sum(mb);
-    count = count + n;
-    // A step without real examples is skipped, momentum included: cond runs the update only
-    // when the batch has an example, so padded steps of uneven clients cost nothing.
-    Tree state = Tree::dict({{"loss_sum", Tree(loss_sum)}, {"m", m}, {"p", p}});
-    Tree operands = Tree::list({state, Tree(step_rows(x_all_steps, s, batch)),
-                                Tree(step_rows(y_all_steps, s, batch)), Tree(mb)});
-    auto update = [&](const Tree& o) {
-      Tree pv = o[0]["p"], mv = o[0]["m"];
-      const Value& mask_b = o[3].value();
-      auto [loss, g] = step_grad(pv, o[1].value(), o[2].value(), mask_b);
-      // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
-      Value sum_b = o[0]["loss_sum"].value() + loss * maximum(sum(mask_b), 1.0);
-      if (heavy_ball) {
-        mv = tree_map([&](const Value& a, const Value& b) { return mu * a + b; }, mv, g);
-        pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, mv);
-      } else {
-        pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, g);
-      }
-      return Tree::dict({{"loss_sum", Tree(sum_b)}, {"m", mv}, {"p", pv}});
+  Shape x_shape = xs.shape();
+  x_shape[0] = batch;
+  x_shape.insert(x_shape.begin(), steps);
+  Tree per_step = Tree::list({Tree(reshape(take(xs, flat_idx, 0), x_shape)),
+                              Tree(reshape(take(ys, flat_idx, 0), {steps, batch})), Tree(mask)});
+  auto update = [&](const Tree& o) {
+    Tree pv = o[0]["p"], mv = o[0]["m"];
+    const Value& mask_b = o[3].value();
+    auto [loss, g] = step_grad(pv, o[1].value(), o[2].value(), mask_b);
+    // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
+    Value sum_b = o[0]["loss_sum"].value() + loss * maximum(sum(mask_b), 1.0);
+    if (heavy_ball) {
+      mv = tree_map([&](const Value& a, const Value& b) { return mu * a + b; }, mv, g);
+      pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, mv);
+    } else {
+      pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, g);
+    }
+    return Tree::dict({{"count", o[0]["count"]}, {"loss_sum", Tree(sum_b)}, {"m", mv}, {"p", pv}});
+  };
+  auto skip = [](const Tree& o) { return o[0]; };
+  // The local steps as scans (one step traced once, whatever the step count): the leading
+  // steps every client has data in run the update directly; in the others a step without
+  // real examples is skipped, momentum included (a cond), so padded steps of uneven clients
+  // cost nothing.
+  auto local_steps = [&](bool may_be_empty) {
+    return [&, may_be_empty](const Tree& c, const Tree& x) -> std::pair<Tree, Tree> {
+      const Value& mb = x[2].value();
+      Value n = sum(mb);
+      Tree state = Tree::dict({{"count", Tree(c["count"].value() + n)},
+                               {"loss_sum", c["loss_sum"]},
+                               {"m", c["m"]},
+                               {"p", c["p"]}});
+      Tree operands = Tree::list({state, x[0], x[1], x[2]});
+      return {may_be_empty ? cond(greater(n, scalar_like(n, 0.0)), update, skip, operands)
+                           : update(operands),
+              Tree()};
     };
-    auto skip = [](const Tree& o) { return o[0]; };
-    Tree next = s < full_steps ? update(operands)
-                               : cond(greater(n, scalar_like(n, 0.0)), update, skip, operands);
-    p = next["p"];
-    m = next["m"];
-    loss_sum = next["loss_sum"].value();
-  }
-  return {p, loss_sum, count};
+  };
+  Tree carry =
+      Tree::dict({{"count", Tree(zero)}, {"loss_sum", Tree(zero)}, {"m", m}, {"p", start}});
+  if (full_steps > 0)
+    carry = scan(local_steps(false), carry, step_range(per_step, 0, full_steps)).first;
+  if (full_steps < steps)
+    carry = scan(local_steps(true), carry, step_range(per_step, full_steps, steps)).first;
+  return {carry["p"], carry["loss_sum"].value(), carry["count"].value()};
 }
 
 // Divides by the total weight, guarded so that an empty cohort gives 0, not NaN.

@@ -324,6 +324,12 @@ Tree fori_loop(int64_t lo, int64_t hi, const ForiBody& body, const Tree& init,
     if (next.structure() != c[1].structure())
       throw Error("fori_loop: the body returns a carry of structure " + next.structure() +
                   ", the initial carry has structure " + c[1].structure());
+    const Values got = leaf_values(next), want = leaf_values(c[1]);
+    for (size_t j = 0; j < got.size(); ++j)
+      if (got[j].type() != want[j].type())
+        throw Error("fori_loop: the body returns carry leaf " + std::to_string(j) + " as " +
+                    got[j].type().str() + ", the initial carry is " + want[j].type().str() +
+                    "; a carry keeps its type (use astype in the body or in init)");
     return {Tree::list({Tree(i + scalar_like(i, 1.0)), next}), Tree()};
   };
   return scan(step, start, Tree(), o).first[1];

@@ -109,9 +109,27 @@ struct ScanTape {
   Program backward;
   Values invariant;  // imports that are the same in every iteration
   Values stacked;    // imports with one row per iteration
+  // Per stacked import: its placement. Stacks are unplaced (the iteration
+  // axis leads); the backward body places each row again.
+  std::vector<std::string> stacked_placement;
   std::vector<bool> import_stacked;
   std::vector<bool> wrt;  // per operand: its cotangent is computed
 };
+
+Value unplaced(const Value& v) { return v.type().placement.empty() ? v : place(v, ""); }
+
+// p with its outputs from `first` on unplaced, so that a scan can stack them.
+Program unplaced_outputs(const Program& p, size_t first) {
+  TraceScope scope;
+  Values in;
+  for (int v : p.inputs) in.push_back(scope.add_input(p.type_of(v)));
+  Values out = inline_program(p, in);
+  for (size_t k = first; k < out.size(); ++k) out[k] = unplaced(out[k]);
+  Program q = scope.finish(out);
+  q.name = p.name;
+  q.placements = p.placements;
+  return q;
+}
 
 std::vector<bool> float_flags(const Program& body, const std::vector<int>& vars, size_t lo,
                               size_t hi) {
@@ -177,7 +195,7 @@ ScanTape stored_tape(const ScanParams& s, const Values& primals, std::vector<boo
   for (size_t k = 0; k < out_order.size(); ++k) out_order[k] = k;
   Values consts1;
   for (int v : sp.imports[1]) consts1.push_back(env[static_cast<size_t>(v)]);
-  ScanParams fs = s.with_body(reordered(std::move(fwd), order, out_order),
+  ScanParams fs = s.with_body(unplaced_outputs(reordered(std::move(fwd), order, out_order), n_fwd),
                               static_cast<int64_t>(n_imp1), s.num_carry);
   Values r = emit_scan(
       fs, consts1,
@@ -196,6 +214,7 @@ ScanTape stored_tape(const ScanParams& s, const Values& primals, std::vector<boo
     const size_t u = static_cast<size_t>(v);
     const bool per_iteration = sp.stage[u] == 1;
     t.import_stacked.push_back(per_iteration);
+    if (per_iteration) t.stacked_placement.push_back(pb.type_of(v).placement);
     if (!per_iteration)
       t.invariant.push_back(env[u]);
     else if (is_carry[u])
@@ -222,7 +241,8 @@ ScanTape remat_tape(const ScanParams& s, const Values& primals, std::vector<bool
   // The forward scan also stacks each iteration's incoming carry.
   Program fwd = *s.body;
   for (size_t j = 0; j < nh; ++j) fwd.outputs.push_back(fwd.inputs[nc + j]);
-  ScanParams fs = s.with_body(std::move(fwd), s.num_consts, s.num_carry);
+  ScanParams fs =
+      s.with_body(unplaced_outputs(fwd, s.body->outputs.size()), s.num_consts, s.num_carry);
   Values r = emit_scan(
       fs, Values(primals.begin(), primals.begin() + static_cast<long>(nc)),
       Values(primals.begin() + static_cast<long>(nc), primals.begin() + static_cast<long>(nc + nh)),
@@ -232,6 +252,7 @@ ScanTape remat_tape(const ScanParams& s, const Values& primals, std::vector<bool
   for (size_t i = 0; i < n; ++i) {
     const bool per_iteration = i >= nc;
     t.import_stacked.push_back(per_iteration);
+    if (per_iteration) t.stacked_placement.push_back(primals[i].type().placement);
     if (!per_iteration)
       t.invariant.push_back(primals[i]);
     else if (i < nc + nh)
@@ -270,7 +291,15 @@ MaybeValues run_backward(const ScanParams& s, const ScanTape& t, const Values& p
   Values args = ct_h;
   args.insert(args.end(), ct_y.begin(), ct_y.end());
   size_t a = 0, b = 0;
-  for (bool st : t.import_stacked) args.push_back(st ? stk[b++] : inv[a++]);
+  for (bool st : t.import_stacked) {
+    if (!st) {
+      args.push_back(inv[a++]);
+    } else {
+      const std::string& placement = t.stacked_placement[b];
+      args.push_back(placement.empty() ? stk[b] : place(stk[b], placement));
+      ++b;
+    }
+  }
   Values r = inline_program(t.backward, args);
   // r: cotangents of [consts with wrt, float carries, xs with wrt].
   Values new_carry, ys;
@@ -397,7 +426,7 @@ BlockTape blocked_forward(const ScanParams& s, const Values& primals, const std:
       bx.push_back(scope.add_input(Type(v.dtype(), block)));
     }
     Values r = emit_scan(inner, bc, bh, bx);
-    r.insert(r.end(), bh.begin(), bh.end());
+    for (const Value& v : bh) r.push_back(unplaced(v));
     Program body = scope.finish(r);
     body.name = s.body->name + "_block";
     bt.blocks = s.with_body(std::move(body), s.num_consts, s.num_carry);
@@ -497,7 +526,11 @@ MaybeValues blocked_backward(const ScanParams& s, const BlockTape& bt, const Val
     auto row = [](const Value& v) {
       return Type(v.dtype(), Shape(v.shape().begin() + 1, v.shape().end()));
     };
-    for (const Value& v : bt.block_starts) bh.push_back(scope.add_input(row(v)));
+    for (size_t j = 0; j < nh; ++j) {
+      Value start = scope.add_input(row(bt.block_starts[j]));
+      const std::string& placement = g.h[j].type().placement;
+      bh.push_back(placement.empty() ? start : place(start, placement));
+    }
     for (const Value& v : xb) bx.push_back(scope.add_input(row(v)));
     for (const Value& v : yb) by.push_back(scope.add_input(row(v)));
     Values fo;
