@@ -42,14 +42,16 @@ struct Options {
   int64_t rounds = 7, warmup = 1, threads = 0;  // 0: drx's default
   int64_t sgemm_n = 1024, dispatch_calls = 20000;
   bool check = false, json = false, sgemm = true, dispatch = true, w1 = true;
+  bool unrolled = false;  // local steps unrolled at trace time instead of a scan
 };
 
 const char* kUsage =
     "usage: fedavg_w1 [--cohort N] [--steps N] [--batch N] [--hidden N] [--rounds N]\n"
     "                 [--warmup N] [--threads N] [--sgemm-n N] [--dispatch-calls N] [--smoke] "
     "[--check]\n"
-    "                 [--json] [--skip-w1] [--skip-sgemm] [--skip-dispatch]\n"
+    "                 [--json] [--skip-w1] [--skip-sgemm] [--skip-dispatch] [--unrolled]\n"
     "Defaults: W1 (cohort 32, 10 steps of batch 32, hidden 200), 7 timed rounds after 1 warm-up.\n"
+    "--unrolled: local steps as a C++ loop at trace time (default: one drx::scan).\n"
     "--threads: drx's thread count (default: DRX_NUM_THREADS, else every hardware thread).\n"
     "--smoke: cohort 4, 2 steps of batch 8, hidden 16, 2 rounds, small sgemm and dispatch\n"
     "runs, and --check (a float64 reference round must agree). Later flags override it.\n";
@@ -91,6 +93,7 @@ Options parse(int argc, char** argv) {
       {"--skip-w1", [&] { o.w1 = false; }},
       {"--skip-sgemm", [&] { o.sgemm = false; }},
       {"--skip-dispatch", [&] { o.dispatch = false; }},
+      {"--unrolled", [&] { o.unrolled = true; }},
       {"--help", [] {
          std::fputs(kUsage, stdout);
          std::exit(0);
@@ -138,26 +141,42 @@ double median(std::vector<double> v) {
 // ---- the workload -----------------------------------------------------------
 
 // One client: `steps` SGD steps, step s on rows [s * batch, (s + 1) * batch).
+drx::Tree sgd_step(const drx::Tree& p, const drx::Value& xb, const drx::Value& yb) {
+  drx::Tree grads = drx::grad(loss)(p, xb, yb);
+  return drx::tree_map(
+      [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
+}
+
+// Unrolled: the program grows with the steps.
+drx::Tree local_train_unrolled(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
+                               int64_t batch) {
+  for (int64_t s = 0; s < steps; ++s)
+    p = sgd_step(p, drx::slice(x, {s * batch, 0}, {(s + 1) * batch, kIn}),
+                 drx::slice(y, {s * batch}, {(s + 1) * batch}));
+  return p;
+}
+
+// One scan over the steps: the step is traced once.
 drx::Tree local_train(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
                       int64_t batch) {
-  auto g = drx::grad(loss);
-  for (int64_t s = 0; s < steps; ++s) {
-    drx::Value xb = drx::slice(x, {s * batch, 0}, {(s + 1) * batch, kIn});
-    drx::Value yb = drx::slice(y, {s * batch}, {(s + 1) * batch});
-    drx::Tree grads = g(p, xb, yb);
-    p = drx::tree_map(
-        [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
-  }
-  return p;
+  drx::Tree per_step = drx::Tree::list({drx::Tree(drx::reshape(x, {steps, batch, kIn})),
+                                        drx::Tree(drx::reshape(y, {steps, batch}))});
+  auto step = [](const drx::Tree& c, const drx::Tree& b) -> std::pair<drx::Tree, drx::Tree> {
+    return {sgd_step(c, b[0].value(), b[1].value()), drx::Tree()};
+  };
+  return drx::scan(step, p, per_step).first;
 }
 
 auto round_program(const Options& o) {
   int64_t steps = o.steps, batch = o.batch;
+  const bool unrolled = o.unrolled;
   return drx::program({{"clients", o.cohort}},
-                      [steps, batch](drx::Tree server, drx::Value xs, drx::Value ys) {
+                      [steps, batch, unrolled](drx::Tree server, drx::Value xs, drx::Value ys) {
                         drx::Tree clients = drx::map_fn(
-                            [steps, batch](drx::Tree p, drx::Value x, drx::Value y) {
-                              return local_train(std::move(p), x, y, steps, batch);
+                            [steps, batch, unrolled](drx::Tree p, drx::Value x, drx::Value y) {
+                              return unrolled
+                                         ? local_train_unrolled(std::move(p), x, y, steps, batch)
+                                         : local_train(std::move(p), x, y, steps, batch);
                             },
                             drx::broadcast(server), xs, ys);
                         return drx::reduce_mean(clients);
@@ -256,21 +275,22 @@ bool bench_w1(const Options& o) {
         "{\"bench\": \"drx-w1\", \"cohort\": %lld, \"steps\": %lld, \"batch\": %lld, "
         "\"hidden\": %lld, \"rounds\": %lld, \"first_call_s\": %.5f, \"median_s\": %.5f, "
         "\"min_s\": %.5f, \"cpu_median_s\": %.5f, \"gflops\": %.3f, \"eqns\": %zu, "
-        "\"traces\": %d, \"threads\": %d",
+        "\"traces\": %d, \"threads\": %d, \"local_steps\": \"%s\"",
         static_cast<long long>(o.cohort), static_cast<long long>(o.steps),
         static_cast<long long>(o.batch), static_cast<long long>(o.hidden),
         static_cast<long long>(o.rounds), first_s, med, best, cpu_med, gflops, eqns,
-        round.trace_count(), drx::num_threads());
+        round.trace_count(), drx::num_threads(), o.unrolled ? "unrolled" : "scan");
     if (o.check) std::printf(", \"check_rel_err\": %.3g", check_err);
     std::printf("}\n");
   } else {
     std::printf(
-        "W1 FedAvg round (drx jit, %d threads): cohort %lld, %lld steps x batch %lld, MLP "
+        "W1 FedAvg round (drx jit, %d threads, local steps %s): cohort %lld, %lld steps x batch "
+        "%lld, MLP "
         "%lld-%lld-%lld-%lld, f32\n",
-        drx::num_threads(), static_cast<long long>(o.cohort), static_cast<long long>(o.steps),
-        static_cast<long long>(o.batch), static_cast<long long>(kIn),
-        static_cast<long long>(o.hidden), static_cast<long long>(o.hidden),
-        static_cast<long long>(kClasses));
+        drx::num_threads(), o.unrolled ? "unrolled" : "in a scan", static_cast<long long>(o.cohort),
+        static_cast<long long>(o.steps), static_cast<long long>(o.batch),
+        static_cast<long long>(kIn), static_cast<long long>(o.hidden),
+        static_cast<long long>(o.hidden), static_cast<long long>(kClasses));
     std::printf("  first call (trace + compile + run): %.3f s; program: %zu top-level equations\n",
                 first_s, eqns);
     std::printf(
