@@ -166,6 +166,24 @@ void program_seeds(const std::string& dir) {
                      return {r.value()};
                    },
                    {f32t({3}), f32t({3})}});
+  seeds.push_back(
+      {"loops",
+       [](const Values& a) -> Values {
+         Value w = a[1];
+         auto [c, ys] = drx::scan(
+             [&](const drx::Tree& h, const drx::Tree& x) -> std::pair<drx::Tree, drx::Tree> {
+               Value n = drx::tanh(h.value() * w + x.value());
+               return {drx::Tree(n), drx::Tree(n * 2.0)};
+             },
+             drx::Tree(a[1]), drx::Tree(a[0]), drx::ScanOptions{.reverse = true});
+         drx::Tree l = drx::while_loop(
+             [](const drx::Tree& h) {
+               return drx::less(drx::sum(h.value()), drx::scalar_like(drx::sum(h.value()), 50.0));
+             },
+             [](const drx::Tree& h) { return drx::Tree(h.value() * 2.0 + 1.0); }, c);
+         return {ys.value(), l.value()};
+       },
+       {f32t({4, 3}), f32t({3})}});
   for (const Seed& s : seeds)
     write(dir + "/" + s.name + ".drx", drx::to_string(drx::trace(s.fn, s.types, s.name)));
 

@@ -40,14 +40,23 @@ int64_t leading_dim(const drx::Type& t) { return t.shape.empty() ? 1 : t.shape[0
 
 // A rough count of the elements the interpreter touches, or -1 when it is too much to run.
 // Sub-programs (map_fn bodies, cond branches) may run once per element of a leading axis, so
-// their cost is scaled by the largest leading dimension among the equation's inputs.
+// their cost is scaled by the largest leading dimension among the equation's inputs (or a
+// scan's length).
 int64_t cost(const drx::Program& p, int depth) {
   if (depth > kMaxDepth) return -1;
   for (const drx::Type& t : p.var_types)
     if (capped_elements(t.shape) > kMaxElements) return -1;
   int64_t total = 0;
   for (const drx::Eqn& e : p.eqns) {
+    // A while_loop's trip count is unknown until it runs: parsed and verified, never run.
+    if (e.prim == &drx::prims::while_loop()) return -1;
     int64_t reps = 1;
+    // A scan runs its body `length` times.
+    if (e.params.has("length"))
+      if (const auto* n = std::get_if<int64_t>(&e.params.at("length", e.prim->name()))) {
+        if (*n < 0 || *n > kMaxCost) return -1;
+        reps = std::max<int64_t>(reps, *n);
+      }
     for (int v : e.ins) {
       total += capped_elements(p.type_of(v).shape);
       reps = std::max(reps, leading_dim(p.type_of(v)));
