@@ -6,6 +6,7 @@
 // several trips, loops inside map_fn bodies and map_fns inside loops, and
 // concurrent calls of one compiled program.
 #include <algorithm>
+#include <atomic>
 #include <thread>
 
 #include "drx/exec/executable.h"
@@ -275,6 +276,8 @@ TEST(LoopExec, MapFnInsideScan) {
   EXPECT_TRUE(CompiledMatchesInterpreter(q, random_inputs(q, 2)));
 }
 
+// Each thread its own inputs, all released at once so that the calls overlap:
+// the carry's scratch is per call, so none sees another's.
 TEST(LoopExec, ConcurrentCallsOfOneScanAgree) {
   Program p = scan_program(7, true);
   Executable exe = compile(p);
@@ -283,13 +286,16 @@ TEST(LoopExec, ConcurrentCallsOfOneScanAgree) {
     args.push_back(random_inputs(p, 100 * t));
     want.push_back(interpret(p, args.back()));
   }
+  std::atomic<bool> go{false};
   std::vector<int> mismatches(4, 0);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      for (int r = 0; r < 25; ++r)
+      while (!go.load()) std::this_thread::yield();
+      for (int r = 0; r < 200; ++r)
         if (!BitwiseEqual(exe.run(args[t]), want[t])) ++mismatches[t];
     });
+  go.store(true);
   for (std::thread& th : threads) th.join();
   for (size_t t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
