@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <utility>
+#include <variant>
 
 #include "drx/exec/plan.h"
 
@@ -176,6 +177,39 @@ void plan_releases(Plan& plan, std::vector<EqnChoice>& eqns, const Liveness& l) 
   }
 }
 
+// A large pooled buffer that dies before equations running sub-programs (a loop's
+// backward scan, a map_fn) gives its pages back, since those run in workspaces of their
+// own that cannot reuse it; one that dies at the end stays resident for the next call
+// (re-faulting it would cost more than it holds). Smaller buffers always stay.
+
+bool runs_sub_programs(const Eqn& e) {
+  for (const auto& [key, attr] : e.params.items())
+    if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return true;
+  return false;
+}
+
+void plan_discards(Plan& plan, std::vector<EqnChoice>& eqns, const std::vector<int>& root,
+                   const std::vector<int>& end, int num_eqns) {
+  std::vector<int> buffer_end(plan.buffer_vars.size(), -1);
+  for (size_t v = 0; v < plan.vars.size(); ++v) {
+    const VarInfo& info = plan.vars[v];
+    if (info.storage != Storage::pooled || root[v] != static_cast<int>(v)) continue;
+    int& e = buffer_end[at(info.buffer)];
+    e = std::max(e, end[v]);
+  }
+  // later_sub[i]: a live equation after i runs sub-programs.
+  std::vector<bool> later_sub(at(num_eqns) + 1, false);
+  for (int i = num_eqns - 1; i >= 0; --i)
+    later_sub[at(i)] = later_sub[at(i + 1)] || (i + 1 < num_eqns && eqns[at(i + 1)].live &&
+                                                runs_sub_programs(plan.program.eqns[at(i + 1)]));
+  for (size_t b = 0; b < buffer_end.size(); ++b) {
+    const VarInfo& info = plan.vars[at(plan.buffer_vars[b])];
+    const int last = buffer_end[b];
+    if (info.nbytes >= kDiscardBytes && last >= 0 && last < num_eqns && later_sub[at(last)])
+      eqns[at(last)].discard.push_back(plan.buffer_vars[b]);
+  }
+}
+
 }  // namespace
 
 void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
@@ -189,6 +223,7 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
     if (eqns[at(i)].live) slots.assign(i, p.eqns[at(i)], eqns[at(i)]);
   plan.stats.buffers = plan.buffer_vars.size();
   plan_releases(plan, eqns, l);
+  plan_discards(plan, eqns, root, end, num_eqns);
 }
 
 }  // namespace drx::exec

@@ -2,6 +2,10 @@
 // run(): borrow a workspace, run the kernels, hand back the results.
 #include "drx/exec/executable.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstring>
 
 #include "drx/core/interpret.h"
@@ -41,6 +45,13 @@ std::unique_ptr<Workspace> Plan::acquire() const {
   return ws;
 }
 
+void discard_pages(void* p, size_t nbytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(p) + nbytes) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
 void Plan::release(std::unique_ptr<Workspace> ws) const {
   for (int v : transient) ws->hold[static_cast<size_t>(v)].reset();
   std::lock_guard<std::mutex> lock(mu);
@@ -69,6 +80,7 @@ void run_steps(const Plan& plan, Frame& f) {
   for (const Step& s : plan.steps) {
     s.kernel->run(f);
     for (int v : s.release) f.hold[v].reset();
+    for (int v : s.discard) discard_pages(f.ptr[v], plan.vars[static_cast<size_t>(v)].nbytes);
   }
 }
 
@@ -168,7 +180,7 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
     } else {
       ++plan->stats.kernels;
     }
-    plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release)});
+    plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release), std::move(c.discard)});
   }
 
   std::vector<bool> seen(p.var_types.size(), false);
@@ -196,6 +208,15 @@ const Program& Executable::program() const {
 }
 
 ExecStats Executable::stats() const { return plan_ ? plan_->stats : ExecStats{}; }
+
+void Executable::release_idle_memory() const {
+  if (!plan_) return;
+  // Under the lock, so that no call takes one of these workspaces meanwhile.
+  std::lock_guard<std::mutex> lock(plan_->mu);
+  for (const auto& ws : plan_->spare)
+    for (Array& b : ws->buffers)
+      if (b.nbytes() >= exec::kDiscardBytes) exec::discard_pages(b.raw(), b.nbytes());
+}
 
 std::vector<Array> Executable::run(const std::vector<Array>& args) const {
   if (!plan_) throw Error("Executable::run: empty (compile a program first)");

@@ -49,6 +49,11 @@ class Executable {
   // output k. No checks: map_fn bodies call this once per client.
   void run_raw(const void* const* ins, void* const* outs) const;
 
+  // Gives the pages of large workspace buffers not in use by a call back to the
+  // system (a loop kernel calls this on its body after the loop: the body's
+  // buffers stay resident across iterations, not while the rest runs).
+  void release_idle_memory() const;
+
   const Program& program() const;
   ExecStats stats() const;
   bool valid() const { return plan_ != nullptr; }

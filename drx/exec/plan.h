@@ -109,11 +109,16 @@ struct EqnChoice {
   std::optional<std::vector<int>> writes;
   size_t view_offset = 0;
   std::vector<int> release;  // filled by plan_buffers: held arrays to drop after it runs
+  std::vector<int> discard;  // filled by plan_buffers: large pooled buffers dead after it runs
 };
 
 struct Step {
   std::unique_ptr<Kernel> kernel;
   std::vector<int> release;  // non-pooled variables whose last reader this is
+  // Pooled buffers (as a variable living in each) no longer read in this call:
+  // their pages go back to the system, so that the memory of a call follows
+  // its liveness even across nested executables (a loop's stacked carries).
+  std::vector<int> discard;
 };
 
 struct Workspace {
@@ -140,6 +145,13 @@ struct Plan {
   std::unique_ptr<Workspace> acquire() const;
   void release(std::unique_ptr<Workspace> ws) const;
 };
+
+// Pooled buffers at least this large give their pages back to the system when
+// idle (see Step::discard and Executable::release_idle_memory).
+constexpr size_t kDiscardBytes = size_t{4} << 20;
+// The whole pages inside [p, p + nbytes) back to the system; the mapping
+// stays, and the next write faults in zeroed pages.
+void discard_pages(void* p, size_t nbytes);
 
 // Kernel selection: a fast kernel for this equation, or nullopt (fallback).
 std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx);

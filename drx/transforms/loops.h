@@ -30,7 +30,9 @@ struct ScanOptions {
   // body's forward pass in the backward pass: memory O(length * |carry|).
   bool remat = false;
   // Reverse mode saves one carry per block of this many iterations and
-  // recomputes each block (0: off). Takes precedence over remat.
+  // recomputes each block's carries, then each iteration's residuals, in the
+  // backward pass: about length / k + k carries at once (k near sqrt(length)
+  // is least). 0: off. Takes precedence over remat.
   int64_t checkpoint_every = 0;
 };
 

@@ -6,8 +6,9 @@
 //     the consts alone (once, before the loop), from the carry and x (per
 //     iteration, its results stacked as residuals) and from the cotangents;
 //   remat: only the carries are stacked, the backward body recomputes the rest;
-//   checkpoint_every = k: a remat scan over blocks of k iterations whose body
-//     is a stored scan of the block, so one carry per block is kept.
+//   checkpoint_every = k: one carry per block of k iterations is stacked; the
+//     backward pass recomputes a block's k carries and runs a remat backward
+//     scan over them, so about length / k + k carries are held at once.
 #include <any>
 
 #include "drx/core/trace.h"
@@ -350,9 +351,10 @@ MaybeValues run_backward(const ScanParams& s, const ScanTape& t, const Values& p
 }
 
 // Checkpointed: one carry per block of `every` iterations is stacked; the
-// backward pass is a scan over the blocks that recomputes a block's
-// residuals (a stored scan of the block) and runs its backward scan. The
-// iterations left over (length % every) form a stored scan of their own.
+// backward pass is a scan over the blocks that recomputes a block's carries
+// (a remat forward scan of the block) and runs its backward scan, which
+// recomputes each iteration's residuals. The iterations left over
+// (length % every) form a remat scan of their own.
 struct BlockTape {
   ScanParams blocks;                          // the forward scan over blocks (for its shape)
   Values block_starts;                        // [blocks, ...] the carry entering each block
@@ -446,7 +448,7 @@ BlockTape blocked_forward(const ScanParams& s, const Values& primals, const std:
     bt.tail.length = left;
     bt.tail_primals = joined(g.c, carry, slice_rows(g.x, nb * k, s.length));
     bt.tail_tape =
-        std::make_shared<const ScanTape>(stored_tape(bt.tail, bt.tail_primals, wrt, bt.tail_outs));
+        std::make_shared<const ScanTape>(remat_tape(bt.tail, bt.tail_primals, wrt, bt.tail_outs));
     carry.assign(bt.tail_outs.begin(), bt.tail_outs.begin() + static_cast<long>(s.nh()));
     tail_ys.assign(bt.tail_outs.begin() + static_cast<long>(s.nh()), bt.tail_outs.end());
   };
@@ -535,7 +537,7 @@ MaybeValues blocked_backward(const ScanParams& s, const BlockTape& bt, const Val
     for (const Value& v : yb) by.push_back(scope.add_input(row(v)));
     Values fo;
     Values block_primals = joined(bc, bh, bx);
-    ScanTape tape = stored_tape(inner, block_primals, wrt, fo);
+    ScanTape tape = remat_tape(inner, block_primals, wrt, fo);
     MaybeValues r = run_backward(inner, tape, block_primals, fo, cotangents_of(bh_ct, by), &bacc);
     Values res;
     for (size_t j : float_carries) res.push_back(*r[nc + j]);
