@@ -32,8 +32,7 @@ bool same_vars(const Program& p, const std::vector<int>& a, const Program& q,
 }  // namespace
 
 bool same_structure(const Program& p, const Program& q) {
-  if (p.placements != q.placements || p.eqns.size() != q.eqns.size())
-    return false;
+  if (p.placements != q.placements || p.eqns.size() != q.eqns.size()) return false;
   Renaming r;
   if (!same_vars(p, p.inputs, q, q.inputs, r)) return false;
   for (size_t k = 0; k < p.eqns.size(); ++k) {
