@@ -74,8 +74,14 @@ inline drx::Value fedavg_round(const Config& c, drx::Value w, drx::Value eta, dr
   drx::Value deltas = drx::map_fn(
       [steps, lr](drx::Value w0, drx::Value xi, drx::Value yi) {
         auto g = drx::grad(client_loss, 0);
-        drx::Value wi = w0;
-        for (int s = 0; s < steps; ++s) wi = wi - lr * g(wi, xi, yi);
+        // K local steps as one loop in the program (traced once, differentiated as a scan).
+        drx::Value wi = drx::fori_loop(
+                            0, steps,
+                            [&](const drx::Value&, const drx::Tree& w) {
+                              return drx::Tree(w.value() - lr * g(w.value(), xi, yi));
+                            },
+                            drx::Tree(w0))
+                            .value();
         return w0 - wi;
       },
       drx::broadcast(w), x, y);
