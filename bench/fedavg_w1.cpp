@@ -140,33 +140,6 @@ double median(std::vector<double> v) {
 
 // ---- the workload -----------------------------------------------------------
 
-// One client: `steps` SGD steps, step s on rows [s * batch, (s + 1) * batch).
-drx::Tree sgd_step(const drx::Tree& p, const drx::Value& xb, const drx::Value& yb) {
-  drx::Tree grads = drx::grad(loss)(p, xb, yb);
-  return drx::tree_map(
-      [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
-}
-
-// Unrolled: the program grows with the steps.
-drx::Tree local_train_unrolled(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
-                               int64_t batch) {
-  for (int64_t s = 0; s < steps; ++s)
-    p = sgd_step(p, drx::slice(x, {s * batch, 0}, {(s + 1) * batch, kIn}),
-                 drx::slice(y, {s * batch}, {(s + 1) * batch}));
-  return p;
-}
-
-// One scan over the steps: the step is traced once.
-drx::Tree local_train(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
-                      int64_t batch) {
-  drx::Tree per_step = drx::Tree::list({drx::Tree(drx::reshape(x, {steps, batch, kIn})),
-                                        drx::Tree(drx::reshape(y, {steps, batch}))});
-  auto step = [](const drx::Tree& c, const drx::Tree& b) -> std::pair<drx::Tree, drx::Tree> {
-    return {sgd_step(c, b[0].value(), b[1].value()), drx::Tree()};
-  };
-  return drx::scan(step, p, per_step).first;
-}
-
 auto round_program(const Options& o) {
   int64_t steps = o.steps, batch = o.batch;
   const bool unrolled = o.unrolled;
@@ -174,9 +147,9 @@ auto round_program(const Options& o) {
                       [steps, batch, unrolled](drx::Tree server, drx::Value xs, drx::Value ys) {
                         drx::Tree clients = drx::map_fn(
                             [steps, batch, unrolled](drx::Tree p, drx::Value x, drx::Value y) {
-                              return unrolled
-                                         ? local_train_unrolled(std::move(p), x, y, steps, batch)
-                                         : local_train(std::move(p), x, y, steps, batch);
+                              return unrolled ? w1::local_train_unrolled(std::move(p), x, y, steps,
+                                                                         batch)
+                                              : w1::local_train_scan(p, x, y, steps, batch);
                             },
                             drx::broadcast(server), xs, ys);
                         return drx::reduce_mean(clients);

@@ -209,33 +209,6 @@ double max_rel_diff(const drx::Tree& a, const drx::Tree& b) {
 
 // ---- the workload -----------------------------------------------------------
 
-// One SGD step on a batch.
-drx::Tree sgd_step(const drx::Tree& p, const drx::Value& xb, const drx::Value& yb) {
-  drx::Tree grads = drx::grad(loss)(p, xb, yb);
-  return drx::tree_map(
-      [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
-}
-
-// `steps` SGD steps as one scan; x [steps, batch, 784], y [steps, batch].
-drx::Tree scan_train(const drx::Tree& p, const drx::Value& x, const drx::Value& y,
-                     const drx::ScanOptions& options = {}) {
-  auto [final_p, ys] = drx::scan(
-      [](const drx::Tree& c, const drx::Tree& xy) -> std::pair<drx::Tree, drx::Tree> {
-        return {sgd_step(c, xy[0].value(), xy[1].value()), drx::Tree()};
-      },
-      p, drx::Tree::list({drx::Tree(x), drx::Tree(y)}), options);
-  return final_p;
-}
-
-// `steps` SGD steps unrolled; step s on rows [s * batch, (s + 1) * batch).
-drx::Tree unrolled_train(drx::Tree p, const drx::Value& x, const drx::Value& y, int64_t steps,
-                         int64_t batch) {
-  for (int64_t s = 0; s < steps; ++s)
-    p = sgd_step(p, drx::slice(x, {s * batch, 0}, {(s + 1) * batch, kIn}),
-                 drx::slice(y, {s * batch}, {(s + 1) * batch}));
-  return p;
-}
-
 // h(server, xs, ys) for the round with `steps` local steps per client:
 // xs [cohort, steps * batch, 784], ys [cohort, steps * batch].
 auto hyper_objective(bool use_scan, int64_t cohort, int64_t steps, int64_t batch,
@@ -247,9 +220,8 @@ auto hyper_objective(bool use_scan, int64_t cohort, int64_t steps, int64_t batch
       [use_scan, steps, batch, options](drx::Tree server, drx::Value xs, drx::Value ys) {
         drx::Tree clients = drx::map_fn(
             [use_scan, steps, batch, options](drx::Tree p, drx::Value x, drx::Value y) {
-              if (!use_scan) return unrolled_train(std::move(p), x, y, steps, batch);
-              return scan_train(p, drx::reshape(x, {steps, batch, kIn}),
-                                drx::reshape(y, {steps, batch}), options);
+              if (!use_scan) return local_train_unrolled(std::move(p), x, y, steps, batch);
+              return local_train_scan(p, x, y, steps, batch, options);
             },
             drx::broadcast(server), xs, ys);
         return drx::reduce_mean(clients);
@@ -436,8 +408,8 @@ int run_memory(const Options& o) {
   Inputs in = make_inputs(o.hidden, {o.steps, o.batch});
   const drx::ScanOptions options = scan_options(o);
   auto objective = [options](drx::Tree p, drx::Value xs, drx::Value ys) -> drx::Value {
-    drx::Tree final_p = scan_train(p, xs, ys, options);
     const int64_t batch = ys.shape()[1];
+    drx::Tree final_p = local_train_scan(p, xs, ys, ys.shape()[0], batch, options);
     drx::Value x0 = drx::reshape(drx::slice(xs, {0, 0, 0}, {1, batch, kIn}), {batch, kIn});
     drx::Value y0 = drx::reshape(drx::slice(ys, {0, 0}, {1, batch}), {batch});
     return loss(final_p, x0, y0);

@@ -37,6 +37,35 @@ inline drx::Tree init_params(int64_t hidden, std::mt19937_64& rng) {
   return drx::Tree::dict(std::move(items));
 }
 
+// One SGD step on a batch.
+inline drx::Tree sgd_step(const drx::Tree& p, const drx::Value& xb, const drx::Value& yb) {
+  drx::Tree grads = drx::grad(loss)(p, xb, yb);
+  return drx::tree_map(
+      [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
+}
+
+// `steps` local SGD steps on x [steps * batch, 784], y [steps * batch]; step s on rows
+// [s * batch, (s + 1) * batch). Unrolled at trace time: the program grows with the steps.
+inline drx::Tree local_train_unrolled(drx::Tree p, const drx::Value& x, const drx::Value& y,
+                                      int64_t steps, int64_t batch) {
+  for (int64_t s = 0; s < steps; ++s)
+    p = sgd_step(p, drx::slice(x, {s * batch, 0}, {(s + 1) * batch, kIn}),
+                 drx::slice(y, {s * batch}, {(s + 1) * batch}));
+  return p;
+}
+
+// The same steps as one scan: the step is traced once.
+inline drx::Tree local_train_scan(const drx::Tree& p, const drx::Value& x, const drx::Value& y,
+                                  int64_t steps, int64_t batch,
+                                  const drx::ScanOptions& options = {}) {
+  drx::Tree per_step = drx::Tree::list({drx::Tree(drx::reshape(x, {steps, batch, kIn})),
+                                        drx::Tree(drx::reshape(y, {steps, batch}))});
+  auto step = [](const drx::Tree& c, const drx::Tree& b) -> std::pair<drx::Tree, drx::Tree> {
+    return {sgd_step(c, b[0].value(), b[1].value()), drx::Tree()};
+  };
+  return drx::scan(step, p, per_step, options).first;
+}
+
 // The peer's count: 3 x (the forward pass's multiply-adds x 2) per example.
 inline double round_flops(int64_t cohort, int64_t steps, int64_t batch, int64_t hidden) {
   return static_cast<double>(cohort * steps * batch) * 2.0 *
