@@ -46,6 +46,18 @@ Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t of
 // broadcast over a placement; nullopt otherwise.
 std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx);
 
+// The sub-program parameter `key`, or nullptr when absent or of another kind.
+inline const Program* param_program(const Eqn& e, const char* key) {
+  if (!e.params.has(key)) return nullptr;
+  const auto* p = std::get_if<std::shared_ptr<const Program>>(&e.params.at(key, e.prim->name()));
+  return p ? p->get() : nullptr;
+}
+// The integer parameter `key`, or nullopt when absent or of another kind.
+inline std::optional<int64_t> param_int(const Eqn& e, const char* key) {
+  if (!e.params.has(key)) return std::nullopt;
+  const auto* v = std::get_if<int64_t>(&e.params.at(key, e.prim->name()));
+  return v ? std::optional<int64_t>(*v) : std::nullopt;
+}
 // The integer-list parameter `key`, or nullptr when absent or of another kind.
 inline const std::vector<int64_t>* param_ints(const Eqn& e, const char* key) {
   if (!e.params.has(key)) return nullptr;

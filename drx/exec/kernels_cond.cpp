@@ -34,9 +34,9 @@ std::optional<KernelSpec> cond(const Eqn& e, const CompileContext& cx) {
   Executable b[2];
   const char* names[2] = {"false_branch", "true_branch"};
   for (int k = 0; k < 2; ++k) {
-    const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at(names[k], "cond"));
-    if (!body || !*body) return std::nullopt;
-    b[k] = compile(**body, cx.mesh, cx.options);
+    const Program* body = param_program(e, names[k]);
+    if (!body) return std::nullopt;
+    b[k] = compile(*body, cx.mesh, cx.options);
   }
   return spec<CondKernel>(Alias::none, e, std::move(b[0]), std::move(b[1]));
 }

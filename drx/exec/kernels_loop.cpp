@@ -14,19 +14,6 @@
 namespace drx::exec {
 namespace {
 
-const Program* program_param(const Eqn& e, const char* key) {
-  if (!e.params.has(key)) return nullptr;
-  const auto* p = std::get_if<std::shared_ptr<const Program>>(&e.params.at(key, e.prim->name()));
-  return p ? p->get() : nullptr;
-}
-
-std::optional<int64_t> int_param(const Eqn& e, const char* key) {
-  if (!e.params.has(key)) return std::nullopt;
-  const auto* v = std::get_if<int64_t>(&e.params.at(key, e.prim->name()));
-  if (!v) return std::nullopt;
-  return *v;
-}
-
 // One per-call block holding a copy of every carry variable; each starts at
 // the alignment Array's own buffers have, which kernels may rely on.
 class CarryLayout {
@@ -124,10 +111,10 @@ bool leading_is(const VarInfo& v, int64_t length) {
 }
 
 std::optional<KernelSpec> scan(const Eqn& e, const CompileContext& cx) {
-  const Program* body = program_param(e, "body");
-  const std::optional<int64_t> consts = int_param(e, "num_consts"),
-                               carry = int_param(e, "num_carry"), length = int_param(e, "length"),
-                               reverse = int_param(e, "reverse");
+  const Program* body = param_program(e, "body");
+  const std::optional<int64_t> consts = param_int(e, "num_consts"),
+                               carry = param_int(e, "num_carry"), length = param_int(e, "length"),
+                               reverse = param_int(e, "reverse");
   if (!body || !consts || !carry || !length || !reverse || *consts < 0 || *carry < 0 || *length < 0)
     return std::nullopt;
   const size_t nc = static_cast<size_t>(*consts), nk = static_cast<size_t>(*carry);
@@ -200,10 +187,10 @@ class WhileKernel : public Kernel {
 };
 
 std::optional<KernelSpec> while_loop(const Eqn& e, const CompileContext& cx) {
-  const Program* cond = program_param(e, "cond");
-  const Program* body = program_param(e, "body");
-  const std::optional<int64_t> ncc = int_param(e, "num_cond_consts"),
-                               nbc = int_param(e, "num_body_consts");
+  const Program* cond = param_program(e, "cond");
+  const Program* body = param_program(e, "body");
+  const std::optional<int64_t> ncc = param_int(e, "num_cond_consts"),
+                               nbc = param_int(e, "num_body_consts");
   if (!cond || !body || !ncc || !nbc || *ncc < 0 || *nbc < 0) return std::nullopt;
   const size_t cc = static_cast<size_t>(*ncc), bc = static_cast<size_t>(*nbc);
   if (cc + bc > e.ins.size()) return std::nullopt;

@@ -17,9 +17,7 @@ size_t client_row_bytes(const VarInfo& v) {
 }
 
 const Program* map_body(const Eqn& e) {
-  if (e.prim != &prims::map_fn() || !e.params.has("body")) return nullptr;
-  const auto* body = std::get_if<std::shared_ptr<const Program>>(&e.params.at("body", "map_fn"));
-  return body ? body->get() : nullptr;
+  return e.prim == &prims::map_fn() ? param_program(e, "body") : nullptr;
 }
 
 ClientOperands::ClientOperands(const Eqn& e, const CompileContext& cx)

@@ -121,4 +121,9 @@ Program reordered(Program p, const std::vector<size_t>& inputs,
   return p;
 }
 
+Program inputs_rotated(Program p, size_t first) {
+  std::rotate(p.inputs.begin(), p.inputs.begin() + static_cast<long>(first), p.inputs.end());
+  return p;
+}
+
 }  // namespace drx

@@ -40,5 +40,8 @@ Program batched_program(const Program& body, const std::vector<bool>& in,
 // p.inputs[inputs[i]], output k is p.outputs[outputs[k]] (outputs may repeat
 // or drop; inputs must be a permutation).
 Program reordered(Program p, const std::vector<size_t>& inputs, const std::vector<size_t>& outputs);
+// p with its inputs from `first` on moved to the front (a traced body's
+// captures, which come last, become the loop's leading consts).
+Program inputs_rotated(Program p, size_t first);
 
 }  // namespace drx

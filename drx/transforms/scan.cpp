@@ -65,9 +65,10 @@ Values emit_scan(const ScanParams& s, const Values& consts, const Values& carry,
   return emit(prims::scan(), args, s.params());
 }
 
+Type row_type(const Type& t) { return Type(t.dtype, Shape(t.shape.begin() + 1, t.shape.end())); }
+
 namespace {
 
-Type row_type(const Type& t) { return Type(t.dtype, Shape(t.shape.begin() + 1, t.shape.end())); }
 Type stacked(const Type& t, int64_t n) {
   Type r = t;
   r.shape.insert(r.shape.begin(), n);
@@ -278,12 +279,8 @@ std::pair<Tree, Tree> scan(const ScanFn& f, const Tree& init, const Tree& xs,
                   "); reduce it in the body or return it in the carry");
   // The traced inputs are [carry, x, captures]; scan takes [consts, carry, x].
   const size_t nh = carry.size(), nx = x_leaves.size(), nc = traced.captured.size();
-  std::vector<size_t> order, outs(body.outputs.size());
-  for (size_t i = 0; i < nc; ++i) order.push_back(nh + nx + i);
-  for (size_t i = 0; i < nh + nx; ++i) order.push_back(i);
-  for (size_t k = 0; k < outs.size(); ++k) outs[k] = k;
   ScanParams s;
-  s.body = std::make_shared<const Program>(simplify(reordered(body, order, outs)));
+  s.body = std::make_shared<const Program>(simplify(inputs_rotated(body, nh + nx)));
   s.length = length;
   s.num_consts = static_cast<int64_t>(nc);
   s.num_carry = static_cast<int64_t>(nh);

@@ -190,13 +190,9 @@ ScanTape stored_tape(const ScanParams& s, const Values& primals, std::vector<boo
     }
   // fwd's inputs: [h, x, imports1] -> [imports1, h, x].
   const size_t n_imp1 = sp.imports[1].size(), n_hx = n - nc;
-  std::vector<size_t> order, out_order(fwd.outputs.size());
-  for (size_t k = 0; k < n_imp1; ++k) order.push_back(n_hx + k);
-  for (size_t k = 0; k < n_hx; ++k) order.push_back(k);
-  for (size_t k = 0; k < out_order.size(); ++k) out_order[k] = k;
   Values consts1;
   for (int v : sp.imports[1]) consts1.push_back(env[static_cast<size_t>(v)]);
-  ScanParams fs = s.with_body(unplaced_outputs(reordered(std::move(fwd), order, out_order), n_fwd),
+  ScanParams fs = s.with_body(unplaced_outputs(inputs_rotated(std::move(fwd), n_hx), n_fwd),
                               static_cast<int64_t>(n_imp1), s.num_carry);
   Values r = emit_scan(
       fs, consts1,
@@ -231,13 +227,8 @@ ScanTape remat_tape(const ScanParams& s, const Values& primals, std::vector<bool
   const size_t nc = s.nc(), nh = s.nh(), n = primals.size();
   Program pb = body_pullback(s, wrt, true);
   // Inputs [c, h, x, cotangents] -> [cotangents, c, h, x].
-  const size_t n_ct = pb.inputs.size() - n;
-  std::vector<size_t> order, out_order(pb.outputs.size());
-  for (size_t k = 0; k < n_ct; ++k) order.push_back(n + k);
-  for (size_t k = 0; k < n; ++k) order.push_back(k);
-  for (size_t k = 0; k < out_order.size(); ++k) out_order[k] = k;
   ScanTape t;
-  t.backward = reordered(std::move(pb), order, out_order);
+  t.backward = inputs_rotated(std::move(pb), n);
   t.wrt = wrt;
   // The forward scan also stacks each iteration's incoming carry.
   Program fwd = *s.body;
@@ -286,9 +277,8 @@ MaybeValues run_backward(const ScanParams& s, const ScanTape& t, const Values& p
   for (const Value& v : t.invariant) inv.push_back(scope.add_input(v.type()));
   for (size_t j : ct_carries) ct_h.push_back(scope.add_input(outs[j].type()));
   for (size_t i : acc_consts) acc.push_back(scope.add_input(primals[i].type()));
-  auto row = [](const Type& t) { return Type(t.dtype, Shape(t.shape.begin() + 1, t.shape.end())); };
-  for (const Value& v : t.stacked) stk.push_back(scope.add_input(row(v.type())));
-  for (size_t k : ct_ys) ct_y.push_back(scope.add_input(row(outs[k].type())));
+  for (const Value& v : t.stacked) stk.push_back(scope.add_input(row_type(v.type())));
+  for (size_t k : ct_ys) ct_y.push_back(scope.add_input(row_type(outs[k].type())));
   Values args = ct_h;
   args.insert(args.end(), ct_y.begin(), ct_y.end());
   size_t a = 0, b = 0;
@@ -319,12 +309,6 @@ MaybeValues run_backward(const ScanParams& s, const ScanTape& t, const Values& p
   bwd.placements = body.placements;
   // Captures (none expected) would be trailing inputs; the scan takes them as consts.
   const size_t n_inv = inv.size(), n_carry = ct_h.size() + acc.size();
-  std::vector<size_t> order;
-  const size_t n_in = bwd.inputs.size();
-  for (size_t k = n_inv + n_carry + stk.size() + ct_y.size(); k < n_in; ++k) order.push_back(k);
-  for (size_t k = 0; k < n_inv + n_carry + stk.size() + ct_y.size(); ++k) order.push_back(k);
-  std::vector<size_t> out_order(bwd.outputs.size());
-  for (size_t k = 0; k < out_order.size(); ++k) out_order[k] = k;
   Values consts = scope.captured();
   consts.insert(consts.end(), t.invariant.begin(), t.invariant.end());
   Values carry0, xs = t.stacked;
@@ -332,8 +316,9 @@ MaybeValues run_backward(const ScanParams& s, const ScanTape& t, const Values& p
   for (size_t k = 0; k < acc_consts.size(); ++k)
     carry0.push_back(acc_start ? (*acc_start)[k] : zeros_of(primals[acc_consts[k]].type()));
   for (size_t k : ct_ys) xs.push_back(cts[k] ? *cts[k] : zeros_of(outs[k].type()));
-  ScanParams bs = s.with_body(reordered(std::move(bwd), order, out_order),
-                              static_cast<int64_t>(consts.size()), static_cast<int64_t>(n_carry));
+  ScanParams bs =
+      s.with_body(inputs_rotated(std::move(bwd), n_inv + n_carry + stk.size() + ct_y.size()),
+                  static_cast<int64_t>(consts.size()), static_cast<int64_t>(n_carry));
   bs.reverse = !s.reverse;
   bs.remat = false;
   bs.checkpoint_every = 0;
@@ -525,9 +510,7 @@ MaybeValues blocked_backward(const ScanParams& s, const BlockTape& bt, const Val
     for (const Value& v : g.c) bc.push_back(scope.add_input(v.type()));
     for (const Value& v : ct_h) bh_ct.push_back(scope.add_input(v.type()));
     for (const Value& v : acc) bacc.push_back(scope.add_input(v.type()));
-    auto row = [](const Value& v) {
-      return Type(v.dtype(), Shape(v.shape().begin() + 1, v.shape().end()));
-    };
+    auto row = [](const Value& v) { return row_type(v.type()); };
     for (size_t j = 0; j < nh; ++j) {
       Value start = scope.add_input(row(bt.block_starts[j]));
       const std::string& placement = g.h[j].type().placement;
@@ -548,13 +531,9 @@ MaybeValues blocked_backward(const ScanParams& s, const BlockTape& bt, const Val
     bb.name = body.name + "_block_bwd";
     // Captured values come last in the traced inputs; the scan takes them first.
     const size_t n_own = bb.inputs.size() - scope.captured().size();
-    std::vector<size_t> order, out_order(bb.outputs.size());
-    for (size_t q = n_own; q < bb.inputs.size(); ++q) order.push_back(q);
-    for (size_t q = 0; q < n_own; ++q) order.push_back(q);
-    for (size_t q = 0; q < out_order.size(); ++q) out_order[q] = q;
     Values consts = joined(scope.captured(), g.c);
     ScanParams bs =
-        s.with_body(reordered(std::move(bb), order, out_order), static_cast<int64_t>(consts.size()),
+        s.with_body(inputs_rotated(std::move(bb), n_own), static_cast<int64_t>(consts.size()),
                     static_cast<int64_t>(ct_h.size() + acc.size()));
     bs.length = nb;
     bs.reverse = !s.reverse;

@@ -25,6 +25,9 @@ struct ScanParams {
   ScanParams with_body(Program b, int64_t consts, int64_t carry) const;
 };
 
+// One slice of a stacked type: the leading (iteration) axis removed.
+Type row_type(const Type& t);
+
 // Emits one scan equation; returns the final carry, then the stacked ys.
 Values emit_scan(const ScanParams& s, const Values& consts, const Values& carry, const Values& xs);
 

@@ -336,12 +336,7 @@ Tree while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn, const Tree
   }
   // Traced inputs are [carry, captures]; the primitive takes [consts, carry].
   auto consts_first = [&](const TracedFn& t) {
-    const size_t nh = carry.size(), n = t.program.inputs.size();
-    std::vector<size_t> order, outs(t.program.outputs.size());
-    for (size_t i = nh; i < n; ++i) order.push_back(i);
-    for (size_t i = 0; i < nh; ++i) order.push_back(i);
-    for (size_t k = 0; k < outs.size(); ++k) outs[k] = k;
-    return shared(reordered(t.program, order, outs));
+    return shared(inputs_rotated(t.program, carry.size()));
   };
   WhileParams w;
   w.cond = consts_first(c);
