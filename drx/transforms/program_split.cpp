@@ -24,6 +24,17 @@ std::vector<bool> outputs_depending_on(const Program& p, const std::vector<bool>
   return r;
 }
 
+std::vector<bool> flag_carries(const Program& body, std::vector<bool>& flags, size_t first,
+                               const std::vector<bool>& can_flag) {
+  for (;;) {
+    std::vector<bool> dep = outputs_depending_on(body, flags);
+    bool changed = false;
+    for (size_t j = 0; j < can_flag.size(); ++j)
+      if (dep[j] && can_flag[j] && !flags[first + j]) flags[first + j] = changed = true;
+    if (!changed) return dep;
+  }
+}
+
 StageSplit split_stages(const Program& p, const std::vector<int>& input_stage,
                         const std::vector<int>& output_stage, int stages) {
   StageSplit r;

@@ -13,6 +13,14 @@ namespace drx {
 // (conservatively: every result of an equation with a dependent operand is).
 std::vector<bool> outputs_depending_on(const Program& p, const std::vector<bool>& from);
 
+// For a loop body whose inputs from `first` on include its carries (carry j is
+// input first + j and output j): flags each carry j with can_flag[j] whose
+// output depends on a flagged input, until nothing changes, since a carry fed
+// by a flagged value (a tangent, a batch) is flagged itself in the next
+// iteration. Returns outputs_depending_on(body, flags) at the fixpoint.
+std::vector<bool> flag_carries(const Program& body, std::vector<bool>& flags, size_t first,
+                               const std::vector<bool>& can_flag);
+
 // p split into programs run one after the other. Each input has a stage; each
 // equation runs in the latest stage of its operands (stage 0 if it has none).
 // Program s takes p's inputs of stage s (in order), then `imports[s]`: values

@@ -183,13 +183,7 @@ std::vector<Batched> ScanPrim::vmap(const std::vector<Batched>& ins, int64_t bat
   std::vector<bool> flags;
   for (const Batched& b : ins) flags.push_back(b.batched);
   // A carry is batched if its initial value is or if the body makes it so.
-  std::vector<bool> dep;
-  for (bool changed = true; changed;) {
-    changed = false;
-    dep = outputs_depending_on(body, flags);
-    for (size_t j = 0; j < s.nh(); ++j)
-      if (dep[j] && !flags[s.nc() + j]) flags[s.nc() + j] = changed = true;
-  }
+  std::vector<bool> dep = flag_carries(body, flags, s.nc(), std::vector<bool>(s.nh(), true));
   std::vector<bool> out_flags(flags.begin() + static_cast<long>(s.nc()),
                               flags.begin() + static_cast<long>(s.nc() + s.nh()));
   out_flags.insert(out_flags.end(), dep.begin() + static_cast<long>(s.nh()), dep.end());

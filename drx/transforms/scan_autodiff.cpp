@@ -40,12 +40,9 @@ std::optional<std::pair<Values, MaybeValues>> ScanPrim::joint_jvp(const Values& 
   for (size_t i = 0; i < primals.size(); ++i) with[i] = tangents[i] && floating(primals[i]);
   // A carry's tangent is nonzero if its initial tangent is or if the body
   // feeds it from one.
-  for (bool changed = true; changed;) {
-    changed = false;
-    std::vector<bool> dep = outputs_depending_on(*s.body, with);
-    for (size_t j = 0; j < nh; ++j)
-      if (dep[j] && !with[nc + j] && floating(primals[nc + j])) with[nc + j] = changed = true;
-  }
+  std::vector<bool> carry_floats;
+  for (size_t j = 0; j < nh; ++j) carry_floats.push_back(floating(primals[nc + j]));
+  flag_carries(*s.body, with, nc, carry_floats);
   // jvp_program's inputs: [c, h, x, tangents where `with`]; outputs
   // [h', y, tangents of h', tangents of y]. Regroup as scan wants them.
   Program j = jvp_program(*s.body, with, false);

@@ -125,13 +125,10 @@ class WhilePrim : public Primitive {
     std::vector<bool> with;
     for (size_t i = ncc; i < primals.size(); ++i)
       with.push_back(tangents[i] && carries_derivative(primals[i].type()));
-    for (bool changed = true; changed;) {
-      changed = false;
-      std::vector<bool> dep = outputs_depending_on(*w.body, with);
-      for (size_t j = 0; j < nh; ++j)
-        if (dep[j] && !with[nbc + j] && carries_derivative(primals[ncc + nbc + j].type()))
-          with[nbc + j] = changed = true;
-    }
+    std::vector<bool> carry_floats;
+    for (size_t j = 0; j < nh; ++j)
+      carry_floats.push_back(carries_derivative(primals[ncc + nbc + j].type()));
+    flag_carries(*w.body, with, nbc, carry_floats);
     // jvp inputs [bc, h, tangents where `with`] -> [bc, t_bc, h, t_h];
     // outputs [h', tangents of h'] -> [h', t_h' where `with`].
     Program j = jvp_program(*w.body, with, false);
@@ -198,15 +195,11 @@ class WhilePrim : public Primitive {
       f.insert(f.end(), flags.begin() + static_cast<long>(ncc + nbc), flags.end());
       return f;
     };
-    auto fix_carries = [&] {
-      for (bool changed = true; changed;) {
-        changed = false;
-        std::vector<bool> dep = outputs_depending_on(*w.body, body_flags());
-        for (size_t j = 0; j < nh; ++j)
-          if (dep[j] && !flags[ncc + nbc + j]) flags[ncc + nbc + j] = changed = true;
-      }
-    };
-    fix_carries();
+    {
+      std::vector<bool> bf = body_flags();
+      flag_carries(*w.body, bf, nbc, std::vector<bool>(nh, true));
+      for (size_t j = 0; j < nh; ++j) flags[ncc + nbc + j] = bf[nbc + j];
+    }
     const bool per_lane = outputs_depending_on(*w.cond, cond_flags())[0];
     // A predicate per lane: every carry runs batched and a finished lane keeps its carry.
     if (per_lane)
