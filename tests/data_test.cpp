@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 using drx::Array;
 using drx::Error;
 using drx::Value;
+using drx::testing::expect_error;
 namespace data = drx::data;
 
 std::string real_file(const std::string& name) {
@@ -33,19 +34,6 @@ std::vector<unsigned char> read_bytes(const std::string& path) {
 
 // The pixel byte a loaded value came from (the loader stores byte / 255).
 int64_t pixel_byte(float x) { return std::lround(static_cast<double>(x) * 255.0); }
-
-// Runs `f` expecting a drx::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no drx::Error thrown";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const std::string& p : parts)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
 
 // A fresh directory for the broken files, removed afterwards.
 class DataIdxFiles : public ::testing::Test {

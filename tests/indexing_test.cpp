@@ -11,6 +11,7 @@ using drx::Array;
 using drx::Shape;
 using drx::Value;
 using drx::testing::ArrayNear;
+using drx::testing::expect_error;
 using drx::testing::random_array;
 using drx::testing::to_doubles;
 
@@ -19,17 +20,6 @@ Array i32s(const std::vector<int32_t>& v, Shape s) {
 }
 Array f64s(const std::vector<double>& v, Shape s) {
   return drx::testing::f64_array(v, std::move(s));
-}
-
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no drx::Error thrown";
-  } catch (const drx::Error& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message '" << e.what() << "' lacks '" << p << "'";
-  }
 }
 
 // Row b of a leading batch axis.

@@ -13,6 +13,7 @@ using drx::Array;
 using drx::Shape;
 using drx::Value;
 using drx::testing::ArrayNear;
+using drx::testing::expect_error;
 using drx::testing::random_array;
 using drx::testing::to_doubles;
 using UnaryOp = std::function<Value(const Value&)>;
@@ -28,18 +29,6 @@ Array iota_f64(const Shape& s) {
 
 Array run1(const UnaryOp& op, const Array& x) {
   return drx::jit([op](Value v) { return op(v); })(x);
-}
-
-// Expects `fn` to throw drx::Error whose message contains every one of `parts`.
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "no drx::Error thrown";
-  } catch (const drx::Error& e) {
-    for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << "message '" << e.what() << "' lacks '" << p << "'";
-  }
 }
 
 Array copy_of(const Array& a) {

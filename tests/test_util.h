@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -70,6 +72,28 @@ inline void collect_primitives(const Program& p, std::set<std::string>& names) {
       if (auto* sub = std::get_if<std::shared_ptr<const Program>>(&value))
         collect_primitives(**sub, names);
   }
+}
+
+// Runs fn expecting a drx::Error whose message contains every one of `parts`.
+inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
+  try {
+    fn();
+    ADD_FAILURE() << "no drx::Error thrown (expected one containing '"
+                  << (parts.empty() ? "" : parts[0]) << "')";
+  } catch (const Error& e) {
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << "'" << part << "' not in: " << e.what();
+  }
+}
+
+// Row b of a's leading axis, as an array of the remaining axes.
+inline Array batch_row(const Array& a, int64_t b) {
+  Shape s(a.shape().begin() + 1, a.shape().end());
+  Array r(a.dtype(), s);
+  std::memcpy(r.raw(), static_cast<const std::byte*>(a.raw()) + static_cast<size_t>(b) * r.nbytes(),
+              r.nbytes());
+  return r;
 }
 
 }  // namespace drx::testing

@@ -10,6 +10,7 @@
 //   eqn       := (var (',' var)* | '(' ')') '=' op ('[' [attr (',' attr)*] ']')?
 //                [var (',' var)*] ':' (type (',' type)* | '(' ')')
 //   type      := dtype '[' [int (',' int)*] ']' ('@' placement)?
+//                (placement: name ('.' name)*, outermost first, as one token)
 //   attr      := key '=' (int | float | "string" | '[' ints ']' | dtype | array | @program)
 //   array     := dtype '[' dims ']' '{' [element (',' element)*] '}'
 //
@@ -482,6 +483,9 @@ class Parser {
         expect('=', "after the placement name");
         int64_t size = parse_int("the placement's size (an integer)");
         if (size < 0) fail_at(t, "placement " + pname + " has a negative size");
+        if (pname.find('.') != std::string::npos)
+          fail_at(t, "placement name " + text::name_text(pname) +
+                         " contains '.', which separates nested placements (groups.clients)");
         for (const auto& [n, s] : p.placements)
           if (n == pname) fail_at(t, "placement " + pname + " is declared twice");
         p.placements.emplace_back(pname, size);

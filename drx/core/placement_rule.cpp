@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "drx/core/primitive.h"
 
 namespace drx {
@@ -26,12 +28,16 @@ std::vector<Type> Primitive::infer_types(const std::vector<Type>& ins, const Par
                     ") with an unplaced one (" + unplaced->str() +
                     "); broadcast the unplaced value to '" + placed->placement +
                     "' first (drx::broadcast)");
-  int64_t n = placed->shape.at(0);
+  // Every placement level keeps its leading axis: a nested value has several.
+  const int64_t depth = placement_depth(placed->placement);
+  const Shape lead(placed->shape.begin(), placed->shape.begin() + depth);
   for (Type& t : outs) {
-    if (t.shape.empty() || t.shape[0] != n)
+    if (t.ndim() < depth || !std::equal(lead.begin(), lead.end(), t.shape.begin()))
       throw TypeError(name() + " on values placed at '" + placed->placement +
-                      "' must keep the leading (placement) axis of size " + std::to_string(n) +
-                      ", but gives " + t.str() +
+                      "' must keep the leading (placement) " +
+                      (depth == 1 ? "axis of size " : "axes of sizes ") +
+                      shape_str(lead).substr(1, shape_str(lead).size() - 2) + ", but gives " +
+                      t.str() +
                       "; leave a placement with drx::reduce_sum/reduce_mean, or work per client "
                       "inside drx::map_fn");
     t.placement = placed->placement;

@@ -27,8 +27,9 @@ struct VjpForward {
   std::any saved;  // whatever the primitive's vjp_backward reads
 };
 
-// A value inside a vmap rule: `batched` values carry the batch at axis 0, or
-// at axis 1 for placed values (the placement axis always stays leading; only
+// A value inside a vmap rule: `batched` values carry the batch at axis 0, or,
+// for placed values, right after their placement axes (axis 1 at clients,
+// axis 2 at groups.clients: the placement axes always stay leading; only
 // placement-aware primitives see batched placed values).
 struct Batched {
   Value value;

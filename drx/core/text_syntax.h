@@ -79,7 +79,8 @@ inline std::string f64_text(double v) {
   return buf;
 }
 
-// "f32[2,3]" or "f32[8,3]@clients" (a placement that is not an identifier is quoted).
+// "f32[2,3]", "f32[8,3]@clients" or "f32[4,8,3]@groups.clients" (a placement
+// that is not an identifier is quoted).
 inline std::string type_text(const Type& t) {
   std::string s = std::string(dtype_name(t.dtype)) + shape_str(t.shape);
   if (!t.placement.empty()) s += "@" + name_text(t.placement);
@@ -87,10 +88,17 @@ inline std::string type_text(const Type& t) {
 }
 
 // Why `t` cannot be a value's type, or "" if it can: a placed value carries its
-// placement as the leading axis, so it has at least one dimension.
+// placement (each level of a nested one) as its leading axes.
 inline std::string type_problem(const Type& t) {
-  if (!t.placement.empty() && t.shape.empty())
+  if (t.placement.empty()) return {};
+  if (std::string problem = placement_path_problem(t.placement); !problem.empty())
+    return "type " + type_text(t) + ": " + problem;
+  if (t.shape.empty())
     return "type " + type_text(t) + " is placed but has no leading (placement) axis";
+  if (t.ndim() < placement_depth(t.placement))
+    return "type " + type_text(t) + " is placed at " +
+           std::to_string(placement_depth(t.placement)) + " nested placements but has only " +
+           std::to_string(t.ndim()) + " axes (one leading axis per placement)";
   return {};
 }
 

@@ -97,10 +97,13 @@ namespace {
 void note_placements(Program& p, const std::vector<Type>& ins, const std::vector<Type>& outs) {
   for (const auto* list : {&ins, &outs})
     for (const Type& t : *list) {
-      if (t.placement.empty()) continue;
-      bool known = false;
-      for (const auto& [name, size] : p.placements) known = known || name == t.placement;
-      if (!known) p.placements.emplace_back(t.placement, t.shape[0]);
+      // Each level of a nested placement is a placement of its own, sized by its axis.
+      std::vector<std::string> levels = placement_levels(t.placement);
+      for (size_t d = 0; d < levels.size() && d < t.shape.size(); ++d) {
+        bool known = false;
+        for (const auto& [name, size] : p.placements) known = known || name == levels[d];
+        if (!known) p.placements.emplace_back(levels[d], t.shape[d]);
+      }
     }
 }
 }  // namespace

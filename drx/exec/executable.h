@@ -27,6 +27,9 @@ struct ExecStats {
   size_t buffers = 0;       // distinct intermediate buffers
   size_t in_place = 0;      // results written over a dying operand
   size_t chunked_maps = 0;  // map_fns run client by client into their reductions' accumulators
+  // Chunked map_fns inside the bodies of chunked map_fns (nested placements:
+  // clients chunked within each chunked group), at any depth.
+  size_t nested_chunked_maps = 0;
 };
 
 struct CompileOptions {

@@ -30,6 +30,7 @@ class MapReduceKernel : public Kernel {
     for (int v : e.outs) result_bytes_.push_back(client_row_bytes(cx.var(v)));
   }
   const std::vector<int>& reads() const { return operands_.reads(); }
+  ExecStats body_stats() const { return body_.stats(); }
 
   void run(Frame& f) const override {
     const std::vector<const std::byte*> in = operands_.bases(f);
@@ -129,8 +130,10 @@ void fuse_map_reduce(const CompileContext& cx, std::vector<EqnChoice>& choices,
     auto kernel = std::make_unique<MapReduceKernel>(e, cx, std::move(*reductions));
     choices[i].reads = kernel->reads();
     choices[i].writes = std::move(writes);
+    const ExecStats body = kernel->body_stats();
     kernels[i] = std::move(kernel);
     ++stats.chunked_maps;
+    stats.nested_chunked_maps += body.chunked_maps + body.nested_chunked_maps;
   }
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ void require_placed(const char* op, const Value& x) {
     throw Error(std::string(op) + ": operand " + x.type().str() +
                 " is not placed; reduce over a placement takes a placed value (from "
                 "drx::broadcast, drx::map_fn or a placed program argument)");
+  if (placement_depth(x.type().placement) > 1) throw Error(nested_reduce_fix(op, x.type()));
 }
 
 Value reduce_with(const char* op, const Primitive& prim, const Value& x) {
@@ -133,11 +135,8 @@ Value broadcast(const Value& x) { return broadcast(x, default_placement("broadca
 
 Value broadcast(const Value& x, const std::string& placement) {
   require_program_scope("broadcast");
-  int64_t n = placement_size(placement, "broadcast");
-  if (!x.type().placement.empty())
-    throw Error("broadcast: operand " + x.type().str() + " is already placed at '" +
-                x.type().placement + "'; broadcast takes a server (unplaced) value");
-  return emit_broadcast(x, placement, n);
+  // The primitive's typing rule explains an operand that is already placed.
+  return emit_broadcast(x, placement, placement_size(placement, "broadcast"));
 }
 
 Tree broadcast(const Tree& x) {
@@ -189,7 +188,7 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   if (leaves.empty()) throw Error("map_fn: needs at least one placed argument");
   std::string placed_at;  // for the messages about an unplaced leaf
   for (const Value& v : leaves)
-    if (placed_at.empty()) placed_at = v.type().placement;
+    if (placed_at.empty()) placed_at = outer_placement(v.type().placement);
   std::string placement;
   std::vector<Type> per_client;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -200,15 +199,20 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
       throw Error("map_fn: argument leaf " + std::to_string(i) + " (" + t.str() +
                   ") is not placed; broadcast server values with drx::broadcast before mapping");
     }
-    if (!placement.empty() && t.placement != placement)
+    // map_fn maps the outer level; the body sees the inner levels placed.
+    const std::string outer = outer_placement(t.placement);
+    if (!placement.empty() && outer != placement)
       throw Error("map_fn: arguments are placed at different placements: '" + placement +
-                  "' and '" + t.placement + "' (leaf " + std::to_string(i) + ", " + t.str() + ")");
-    placement = t.placement;
-    per_client.emplace_back(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
+                  "' and '" + outer + "' (leaf " + std::to_string(i) + ", " + t.str() +
+                  "); a map_fn maps one placement (values placed at clients within groups, "
+                  "@groups.clients, are mapped over groups)");
+    placement = outer;
+    per_client.emplace_back(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()),
+                            inner_placement(t.placement));
   }
   TracedFn body;
   detail::with_trace_context("the map_fn body (placement '" + placement + "')", [&] {
-    MapBodyScope in_body;
+    MapBodyScope in_body(placement);
     body = trace_tree_fn(f, args, per_client, "body", "map_fn");
   });
   const Primitive& p = prims::map_fn();
@@ -217,6 +221,28 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
                             {"body", std::make_shared<const Program>(std::move(body.program))}});
   return unflatten_values(body.out_structure, outs);
 }
+
+namespace {
+// An argument of type t may be placed at the placement path `target`: one
+// leading axis of each level's size, outermost first.
+void require_placeable(size_t arg, const Type& t, const std::string& target) {
+  const std::string what = "program: argument " + std::to_string(arg) + " (" + t.str() + ")";
+  if (std::string problem = placement_path_problem(target); !problem.empty())
+    throw Error(what + " in_placements entry: " + problem);
+  std::vector<std::string> levels = placement_levels(target);
+  Shape want;
+  for (const std::string& level : levels) want.push_back(placement_size(level, "program"));
+  if (t.ndim() < static_cast<int64_t>(want.size()) ||
+      !std::equal(want.begin(), want.end(), t.shape.begin())) {
+    const std::string dims = shape_str(want);
+    throw Error(what + " is to be placed at '" + target + "' but its leading " +
+                (want.size() == 1 ? "dimension is not " + dims.substr(1, dims.size() - 2)
+                                  : "dimensions are not " + dims +
+                                        " (one per placement level, "
+                                        "outermost first)"));
+  }
+}
+}  // namespace
 
 TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_placements) {
   return [placements, f = std::move(f), in_placements](const std::vector<Tree>& args) -> Tree {
@@ -238,13 +264,7 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
         std::string target;
         if (!in_placements.empty()) {
           target = in_placements[a];
-          if (!target.empty()) {
-            int64_t n = placement_size(target, "program");
-            if (t.shape.empty() || t.shape[0] != n)
-              throw Error("program: argument " + std::to_string(a) + " (" + t.str() +
-                          ") is to be placed at '" + target +
-                          "' but its leading dimension is not " + std::to_string(n));
-          }
+          if (!target.empty()) require_placeable(a, t, target);
         } else if (!t.shape.empty()) {
           std::vector<std::string> matches;
           for (const auto& [name, size] : declared_placements())

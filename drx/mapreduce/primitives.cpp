@@ -14,10 +14,36 @@
 namespace drx {
 namespace {
 
+// One client's slice of a value placed at (the outer level of) a placement:
+// f32[4,8,10]@groups.clients gives f32[8,10]@clients.
 Type per_client(const Type& t) {
-  Type c(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()));
-  return c;
+  return Type(t.dtype, Shape(t.shape.begin() + 1, t.shape.end()), inner_placement(t.placement));
 }
+
+// The building blocks name one placement each: the level they work on.
+void require_single_level(const std::string& op, const std::string& placement) {
+  if (placement.empty()) throw TypeError(op + ": the placement attribute is empty");
+  if (placement.find('.') != std::string::npos)
+    throw TypeError(op + ": placement attribute '" + placement +
+                    "' names nested placements; it names one placement (the level it works on)");
+}
+
+}  // namespace
+
+std::string nested_reduce_fix(const std::string& op, const Type& t) {
+  const std::string outer = outer_placement(t.placement), inner = inner_placement(t.placement);
+  Type per_group = per_client(t);
+  per_group.shape.erase(per_group.shape.begin(), per_group.shape.begin() + placement_depth(inner));
+  per_group.placement.clear();
+  Type reduced(t.dtype, per_group.shape, outer);
+  reduced.shape.insert(reduced.shape.begin(), t.shape[0]);
+  return op + ": operand " + t.str() + " is placed at '" + inner + "' nested in '" + outer +
+         "'; reduce over '" + inner + "' inside a map_fn over '" + outer +
+         "', which gives one value per " + outer + " (" + reduced.str() + "), then over '" + outer +
+         "': drx::" + op + "(drx::map_fn([](drx::Value x) { return drx::" + op + "(x); }, v))";
+}
+
+namespace {
 
 void require_placed(const std::string& op, const Type& t, const std::string& placement) {
   if (!t.placement.empty() && t.shape.empty())
@@ -26,6 +52,8 @@ void require_placed(const std::string& op, const Type& t, const std::string& pla
     throw TypeError(op + ": operand " + t.str() +
                     " is not placed; reduce over a placement takes a placed value (from "
                     "drx::broadcast or drx::map_fn)");
+  if (placement_depth(t.placement) > 1) throw TypeError(nested_reduce_fix(op, t));
+  require_single_level(op, placement);
   if (t.placement != placement)
     throw TypeError(op + "[" + placement + "]: operand " + t.str() + " is placed at '" +
                     t.placement + "'");
@@ -38,6 +66,18 @@ size_t row_bytes(const Array& a) {
 }
 
 // ---- broadcast ------------------------------------------------------------
+std::string already_placed(const Type& t, const std::string& target, int64_t size) {
+  std::string msg = "broadcast: operand " + t.str() + " is already placed at '" + t.placement +
+                    "'; broadcast takes a server (unplaced) value";
+  if (placement_depth(t.placement) != 1 || target == t.placement) return msg;
+  Type nested(t.dtype, t.shape, nested_placement(t.placement, target));
+  nested.shape.insert(nested.shape.begin() + 1, size);
+  return msg + ". To give each " + t.placement + "'s " + target +
+         " a copy, broadcast inside a map_fn over '" + t.placement +
+         "': drx::map_fn([](drx::Value x) { return drx::broadcast(x, \"" + target +
+         "\"); }, v) gives " + nested.str();
+}
+
 class BroadcastPrim : public Primitive {
  public:
   BroadcastPrim() : Primitive("broadcast") {}
@@ -47,9 +87,8 @@ class BroadcastPrim : public Primitive {
       throw TypeError("broadcast: takes one operand, got " + std::to_string(ins.size()));
     const std::string& placement = p.get_string("placement", name());
     int64_t n = p.get_int("size", name());
-    if (!ins[0].placement.empty())
-      throw TypeError("broadcast: operand " + ins[0].str() + " is already placed at '" +
-                      ins[0].placement + "'; broadcast takes a server (unplaced) value");
+    require_single_level(name(), placement);
+    if (!ins[0].placement.empty()) throw TypeError(already_placed(ins[0], placement, n));
     if (n < 0) throw TypeError("broadcast: negative placement size " + std::to_string(n));
     Shape s = ins[0].shape;
     s.insert(s.begin(), n);
@@ -171,6 +210,7 @@ class MapFnPrim : public Primitive {
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     const std::string& placement = p.get_string("placement", name());
+    require_single_level(name(), placement);
     const Program& body = p.get_program("body", name());
     if (ins.size() != body.inputs.size())
       throw TypeError("map_fn: " + std::to_string(ins.size()) + " operands for a body @" +
@@ -186,7 +226,7 @@ class MapFnPrim : public Primitive {
       if (t.shape.empty())
         throw TypeError("map_fn: operand " + std::to_string(i) + " (" + t.str() +
                         ") is placed but has no leading (placement) axis");
-      if (t.placement != placement)
+      if (outer_placement(t.placement) != placement)
         throw TypeError("map_fn[" + placement + "]: operand " + std::to_string(i) + " (" + t.str() +
                         ") is placed at '" + t.placement + "'");
       if (n >= 0 && t.shape[0] != n)
@@ -204,7 +244,10 @@ class MapFnPrim : public Primitive {
     for (int v : body.outputs) {
       Type t = body.type_of(v);
       t.shape.insert(t.shape.begin(), n);
-      t.placement = placement;
+      t.placement = nested_placement(placement, t.placement);
+      if (std::string problem = placement_path_problem(t.placement); !problem.empty())
+        throw TypeError("map_fn[" + placement + "]: body @" + body.name + " returns a value " +
+                        "placed at '" + body.type_of(v).placement + "': " + problem);
       outs.push_back(t);
     }
     return outs;

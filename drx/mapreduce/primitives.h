@@ -12,3 +12,9 @@ const Primitive& reduce_max();
 const Primitive& reduce_min();
 
 }  // namespace drx::prims
+
+namespace drx {
+// The error for reducing a value placed at nested placements (t), with the fix:
+// reduce level by level.
+std::string nested_reduce_fix(const std::string& op, const Type& t);
+}  // namespace drx

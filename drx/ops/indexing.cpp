@@ -66,15 +66,6 @@ std::pair<int64_t, int64_t> outer_inner(const Shape& x, int64_t axis) {
   return {outer, inner};
 }
 
-// Moves axis `from` of x to position `to`.
-Value move_axis(const Value& x, int64_t from, int64_t to) {
-  std::vector<int64_t> perm(static_cast<size_t>(x.ndim()));
-  std::iota(perm.begin(), perm.end(), 0);
-  perm.erase(perm.begin() + from);
-  perm.insert(perm.begin() + to, from);
-  return transpose(x, perm);
-}
-
 // Zeros of v's type. Copies the shape first: Value::shape() refers into the
 // trace, which emitting may reallocate.
 Value zeros_of(const Value& v) {

@@ -109,6 +109,8 @@ Value matmul(const Value& a, const Value& b);
 // ---- shape -------------------------------------------------------------
 Value reshape(const Value& x, const Shape& shape);
 Value transpose(const Value& x, const std::vector<int64_t>& perm);
+// Moves axis `from` of x to position `to` (x itself when they are equal).
+Value move_axis(const Value& x, int64_t from, int64_t to);
 // numpy-style broadcast of x to `shape`.
 Value broadcast_to(const Value& x, const Shape& shape);
 // The primitive form: operand dim i becomes output dim dims[i].

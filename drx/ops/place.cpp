@@ -24,6 +24,12 @@ class PlacePrim : public Primitive {
     if (!target.empty() && t.shape.empty())
       throw TypeError("place: a scalar (" + t.str() + ") has no leading axis to place at '" +
                       target + "'");
+    if (std::string problem = placement_path_problem(target); !problem.empty())
+      throw TypeError("place: " + problem);
+    if (t.ndim() < placement_depth(target))
+      throw TypeError("place: " + t.str() + " has fewer axes than the " +
+                      std::to_string(placement_depth(target)) + " levels of placement '" + target +
+                      "' (one leading axis per level)");
     t.placement = target;
     return {t};
   }
@@ -40,14 +46,12 @@ class PlacePrim : public Primitive {
   }
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
                             const Params& p) const override {
-    // Unplaced values carry the batch at axis 0, placed ones at axis 1.
+    // Unplaced values carry the batch at axis 0, placed ones after their
+    // placement axes (drx/core/primitive.h).
     Value v = ins[0].value;
-    std::vector<int64_t> swap01;
-    for (int64_t i = 0; i < v.ndim(); ++i) swap01.push_back(i);
-    std::swap(swap01[0], swap01[1]);
     const std::string& target = p.get_string("placement", name());
-    if (!target.empty()) return {{place(transpose(v, swap01), target), true}};
-    return {{transpose(place(v, ""), swap01), true}};
+    if (!target.empty()) return {{place(move_axis(v, 0, placement_depth(target)), target), true}};
+    return {{move_axis(place(v, ""), placement_depth(v.type().placement), 0), true}};
   }
 };
 

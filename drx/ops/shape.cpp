@@ -499,6 +499,15 @@ Value transpose(const Value& x, const std::vector<int64_t>& perm) {
   return emit1(p, {x}, Params{{"perm", pm}});
 }
 
+Value move_axis(const Value& x, int64_t from, int64_t to) {
+  if (from == to) return x;
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (i != from) perm.push_back(i);
+  perm.insert(perm.begin() + to, from);
+  return transpose(x, perm);
+}
+
 Value broadcast_in_dim(const Value& x, const Shape& shape, const std::vector<int64_t>& dims) {
   const Primitive& p = prims::broadcast_in_dim();
   bool identity = shape == x.shape() && static_cast<int64_t>(dims.size()) == x.ndim();

@@ -200,16 +200,6 @@ VjpResult vjp_call(const TreeFn& f, const std::vector<Tree>& primals) {
 }
 
 namespace {
-// Moves axis `from` of v to position `to`.
-Value move_axis(const Value& v, int64_t from, int64_t to) {
-  if (from == to) return v;
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < v.ndim(); ++i)
-    if (i != from) perm.push_back(i);
-  perm.insert(perm.begin() + to, from);
-  return transpose(v, perm);
-}
-
 std::optional<int64_t> axis_for(const Axes& axes, size_t i, size_t n, const char* what) {
   if (axes.size() == 1) return axes[0];
   if (axes.size() != n)
@@ -274,8 +264,8 @@ TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
       Value v = outs[i].batched ? outs[i].value : broadcast_batch(outs[i].value, size);
       int64_t batch_at = 0;
       if (!v.type().placement.empty()) {
+        batch_at = placement_depth(v.type().placement);
         v = place(v, "");  // the result leaves its placement: the batch may go first
-        batch_at = 1;
       }
       result.push_back(move_axis(v, batch_at, normalize_axis(*ax, v.ndim(), "vmap out_axes")));
     }

@@ -104,8 +104,8 @@ Program batched_program(const Program& body, const std::vector<bool>& in,
   std::vector<Batched> args;
   for (size_t i = 0; i < body.inputs.size(); ++i) {
     Type t = body.type_of(body.inputs[i]);
-    // Placed values keep the placement axis first and take the batch at axis 1.
-    if (in[i]) t.shape.insert(t.shape.begin() + (t.placement.empty() ? 0 : 1), batch_size);
+    // Placed values keep their placement axes first and take the batch after them.
+    if (in[i]) t.shape.insert(t.shape.begin() + placement_depth(t.placement), batch_size);
     args.push_back({scope.add_input(t), in[i]});
   }
   Values outs;

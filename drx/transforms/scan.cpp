@@ -163,19 +163,6 @@ std::vector<Array> ScanPrim::eval(const std::vector<Array>& ins, const Params& p
   return outs;
 }
 
-namespace {
-
-// Moves axis `from` of x to position `to`.
-Value move_axis(const Value& x, int64_t from, int64_t to) {
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < x.ndim(); ++i)
-    if (i != from) perm.push_back(i);
-  perm.insert(perm.begin() + to, from);
-  return transpose(x, perm);
-}
-
-}  // namespace
-
 std::vector<Batched> ScanPrim::vmap(const std::vector<Batched>& ins, int64_t batch_size,
                                     const Params& p) const {
   const ScanParams s = ScanParams::of(p);

@@ -112,6 +112,8 @@ class Simplifier {
       args.push_back(it->second);
     }
     if (type(e.outs[0]).size() > kMaxFoldedElements) return;
+    // A constant is a server value: a placed result stays place(constant).
+    if (!type(e.outs[0]).placement.empty()) return;
     for (const auto& [k, attr] : e.params.items())
       if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return;
     std::vector<Array> result;

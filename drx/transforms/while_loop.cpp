@@ -263,9 +263,10 @@ class WhilePrim : public Primitive {
     Values next = inline_program(body, ba), outs;
     for (size_t j = 0; j < h.size(); ++j) {
       const Type& t = h[j].type();
-      // A placed carry holds the batch at axis 1.
+      // A placed carry holds the batch after its placement axes.
+      const int64_t at = placement_depth(t.placement);
       Value mask = t.placement.empty() ? broadcast_in_dim(lanes, t.shape, {0})
-                                       : place(broadcast_in_dim(lanes, t.shape, {1}), t.placement);
+                                       : place(broadcast_in_dim(lanes, t.shape, {at}), t.placement);
       outs.push_back(where(mask, next[j], h[j]));
     }
     Program p = scope.finish(outs);
