@@ -156,6 +156,28 @@ void program_seeds(const std::string& dir) {
          return round(a[0], a[1]);
        },
        {f32t({2}), f32t({3, 2})}});
+  seeds.push_back({"nested_placements",
+                   [](const Values& a) -> Values {
+                     auto round = drx::program(
+                         {{"groups", 2}, {"clients", 3}},
+                         [](Value w, Value xs) -> Values {
+                           auto loss = [&](Value v) {
+                             Value per_group = drx::map_fn(
+                                 [](Value wg, Value xg) {
+                                   Value local = drx::map_fn(
+                                       [](Value wi, Value xi) { return drx::tanh(wi * xi); },
+                                       drx::broadcast(wg, "clients"), xg);
+                                   return drx::reduce_mean(local);
+                                 },
+                                 drx::broadcast(v, "groups"), xs);
+                             return drx::sum(drx::reduce_sum(per_group));
+                           };
+                           return {loss(w), drx::grad(loss)(w)};
+                         },
+                         {"", "groups.clients"});
+                     return round(a[0], a[1]);
+                   },
+                   {f32t({2}), f32t({2, 3, 2})}});
   seeds.push_back({"cond",
                    [](const Values& a) -> Values {
                      Value y = a[1] * 2.0;

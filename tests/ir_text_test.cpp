@@ -153,6 +153,29 @@ std::vector<Case> coverage_cases() {
                      return round(a[0], a[1]);
                    },
                    {f32t({2}), f32t({3, 2})}});
+  cases.push_back({"nested_placements",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     // Clients within groups, and the gradient through both levels.
+                     auto round =
+                         program({{"groups", 2}, {"clients", 3}},
+                                 [](Value w, Value xs) -> std::vector<Value> {
+                                   auto loss = [&](Value v) {
+                                     Value per_group = map_fn(
+                                         [](Value wg, Value xg) {
+                                           Value local = map_fn(
+                                               [](Value wi, Value xi) { return tanh(wi * xi); },
+                                               broadcast(wg, "clients"), xg);
+                                           return reduce_mean(local);
+                                         },
+                                         broadcast(v, "groups"), xs);
+                                     return sum(reduce_sum(per_group));
+                                   };
+                                   return {loss(w), grad(loss)(w), xs * 2.0};
+                                 },
+                                 {"", "groups.clients"});
+                     return round(a[0], a[1]);
+                   },
+                   {f32t({2}), f32t({2, 3, 2})}});
   cases.push_back({"cond",
                    [](const std::vector<Value>& a) -> std::vector<Value> {
                      Value y = a[1] * 2.0;  // used by the true branch from outside
