@@ -7,7 +7,10 @@
 //   --memory         one round at --cohort N: the process's peak resident memory
 //                    minus the bytes of the inputs (run once per cohort: the peak
 //                    is per process); --no-chunk compiles without the chunked
-//                    reduce(map_fn) path, to show what it saves
+//                    reduce(map_fn) path, to show what it saves; --groups G
+//                    runs it as hierarchical FedAvg with the cohort split into G
+//                    groups (nested placements: clients within groups, each
+//                    group's mean, then the server's), chunked at both levels
 //
 // --json prints one JSON line per measurement (bench/run_scaling.sh reads them).
 #include <sys/resource.h>
@@ -32,16 +35,17 @@ using namespace w1;
 
 struct Options {
   int64_t cohort = 32, steps = 10, batch = 32, hidden = 200, examples = 8192;
-  int64_t rounds = 5, max_devices = 2, devices = 1;
+  int64_t rounds = 5, max_devices = 2, devices = 1, groups = 1;
   bool weak = false, memory = false, chunk = true, json = false;
 };
 
 const char* kUsage =
     "usage: drx_scaling (--weak-scaling | --memory) [--cohort N] [--steps N] [--batch N]\n"
     "                   [--hidden N] [--examples N] [--rounds N] [--devices N]\n"
-    "                   [--max-devices N] [--no-chunk] [--json] [--smoke]\n"
+    "                   [--max-devices N] [--groups G] [--no-chunk] [--json] [--smoke]\n"
     "--weak-scaling: cohort N*D on D devices for D = 1 .. max-devices (default 2).\n"
-    "--memory: peak resident memory minus inputs for one cohort on --devices devices.\n"
+    "--memory: peak resident memory minus inputs for one cohort on --devices devices;\n"
+    "  --groups G: the cohort as G groups of cohort/G clients (hierarchical FedAvg).\n"
     "--smoke: hidden 16, 2 steps of batch 8, 256 examples, 2 rounds.\n";
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -58,7 +62,8 @@ Options parse(int argc, char** argv) {
       {"--cohort", &o.cohort},     {"--steps", &o.steps},
       {"--batch", &o.batch},       {"--hidden", &o.hidden},
       {"--examples", &o.examples}, {"--rounds", &o.rounds},
-      {"--devices", &o.devices},   {"--max-devices", &o.max_devices}};
+      {"--devices", &o.devices},   {"--max-devices", &o.max_devices},
+      {"--groups", &o.groups}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--weak-scaling")
@@ -86,31 +91,62 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.weak == o.memory) usage_error("give exactly one of --weak-scaling and --memory");
+  if (o.cohort % o.groups != 0)
+    usage_error("--cohort " + std::to_string(o.cohort) + " does not split into --groups " +
+                std::to_string(o.groups) + " equal groups");
+  if (o.weak && o.groups != 1) usage_error("--groups applies to --memory only");
   return o;
 }
 
-// One FedAvg round; client c trains on rows idx[c] of the dataset.
-auto round_program(const Options& o, int64_t cohort) {
-  const int64_t steps = o.steps, batch = o.batch;
-  return drx::program(
-      {{"clients", cohort}},
-      [steps, batch](drx::Tree server, drx::Value x_all, drx::Value y_all, drx::Value idx) {
-        drx::Tree clients = drx::map_fn(
-            [steps, batch](drx::Tree p, drx::Value x, drx::Value y, drx::Value rows) {
-              auto g = drx::grad(loss);
-              for (int64_t s = 0; s < steps; ++s) {
-                drx::Value r = drx::slice(rows, {s * batch}, {(s + 1) * batch});
-                drx::Tree grads = g(p, drx::take(x, r, 0), drx::take(y, r, 0));
-                p = drx::tree_map([](const drx::Value& w,
-                                     const drx::Value& dw) { return w - kLearningRate * dw; },
-                                  p, grads);
-              }
-              return p;
-            },
-            drx::broadcast(server), drx::broadcast(x_all), drx::broadcast(y_all), idx);
-        return drx::reduce_mean(clients);
+// One client's local steps on rows `rows` of the dataset (x, y).
+drx::Tree local_steps(drx::Tree p, drx::Value x, drx::Value y, drx::Value rows, int64_t steps,
+                      int64_t batch) {
+  auto g = drx::grad(loss);
+  for (int64_t s = 0; s < steps; ++s) {
+    drx::Value r = drx::slice(rows, {s * batch}, {(s + 1) * batch});
+    drx::Tree grads = g(p, drx::take(x, r, 0), drx::take(y, r, 0));
+    p = drx::tree_map(
+        [](const drx::Value& w, const drx::Value& dw) { return w - kLearningRate * dw; }, p, grads);
+  }
+  return p;
+}
+
+// The mean over `clients` of the clients' models after their local steps.
+drx::Tree clients_mean(drx::Tree server, drx::Value x_all, drx::Value y_all, drx::Value idx,
+                       int64_t steps, int64_t batch) {
+  drx::Tree clients = drx::map_fn(
+      [steps, batch](drx::Tree p, drx::Value x, drx::Value y, drx::Value rows) {
+        return local_steps(p, x, y, rows, steps, batch);
       },
-      {"", "", "", "clients"});
+      drx::broadcast(server, "clients"), drx::broadcast(x_all, "clients"),
+      drx::broadcast(y_all, "clients"), idx);
+  return drx::reduce_mean(clients);
+}
+
+// One FedAvg round; client c trains on rows idx[c] of the dataset. With
+// groups > 1, hierarchical: idx is [groups, clients per group, rows], each
+// group averages its clients and the server averages the groups.
+auto round_program(const Options& o, int64_t cohort) {
+  const int64_t steps = o.steps, batch = o.batch, groups = o.groups;
+  if (groups == 1)
+    return drx::program(
+        {{"clients", cohort}},
+        [steps, batch](drx::Tree server, drx::Value x_all, drx::Value y_all, drx::Value idx) {
+          return clients_mean(server, x_all, y_all, idx, steps, batch);
+        },
+        {"", "", "", "clients"});
+  return drx::program(
+      {{"groups", groups}, {"clients", cohort / groups}},
+      [steps, batch](drx::Tree server, drx::Value x_all, drx::Value y_all, drx::Value idx) {
+        drx::Tree per_group = drx::map_fn(
+            [steps, batch](drx::Tree p, drx::Value x, drx::Value y, drx::Value rows) {
+              return clients_mean(p, x, y, rows, steps, batch);
+            },
+            drx::broadcast(server, "groups"), drx::broadcast(x_all, "groups"),
+            drx::broadcast(y_all, "groups"), idx);
+        return drx::reduce_mean(per_group);
+      },
+      {"", "", "", "groups.clients"});
 }
 
 struct Inputs {
@@ -121,7 +157,9 @@ struct Inputs {
 Inputs make_inputs(const Options& o, int64_t cohort) {
   std::mt19937_64 rng(0);
   drx::Array x(drx::f32, {o.examples, kIn}), y(drx::i32, {o.examples});
-  drx::Array idx(drx::i32, {cohort, o.steps * o.batch});
+  drx::Array idx(drx::i32, o.groups == 1
+                               ? drx::Shape{cohort, o.steps * o.batch}
+                               : drx::Shape{o.groups, cohort / o.groups, o.steps * o.batch});
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   for (int64_t i = 0; i < x.size(); ++i) x.data<float>()[i] = unit(rng);
   for (int64_t i = 0; i < y.size(); ++i)
@@ -191,7 +229,8 @@ void weak_scaling(const Options& o) {
 
 void memory(const Options& o) {
   Inputs in = make_inputs(o, o.cohort);
-  drx::Mesh mesh({{"clients", static_cast<int>(o.devices)}});
+  // Devices split the outer placement: the groups when there are several.
+  drx::Mesh mesh({{o.groups == 1 ? "clients" : "groups", static_cast<int>(o.devices)}});
   Compiled c = compile_round(o, o.cohort, in, mesh);
   for (int64_t r = 0; r < o.rounds; ++r) c.run();
   rusage usage{};
@@ -200,18 +239,19 @@ void memory(const Options& o) {
   const double inputs_mb = static_cast<double>(in.bytes) / (1024.0 * 1024.0);
   if (o.json)
     std::printf(
-        "{\"bench\": \"memory\", \"cohort\": %lld, \"devices\": %lld, \"chunked\": %s, "
-        "\"chunked_maps\": %zu, \"peak_rss_mb\": %.2f, \"inputs_mb\": %.2f, "
-        "\"peak_minus_inputs_mb\": %.2f}\n",
-        static_cast<long long>(o.cohort), static_cast<long long>(o.devices),
-        o.chunk ? "true" : "false", c.exe.stats().chunked_maps, peak_mb, inputs_mb,
-        peak_mb - inputs_mb);
+        "{\"bench\": \"memory\", \"cohort\": %lld, \"groups\": %lld, \"devices\": %lld, "
+        "\"chunked\": %s, \"chunked_maps\": %zu, \"nested_chunked_maps\": %zu, "
+        "\"peak_rss_mb\": %.2f, \"inputs_mb\": %.2f, \"peak_minus_inputs_mb\": %.2f}\n",
+        static_cast<long long>(o.cohort), static_cast<long long>(o.groups),
+        static_cast<long long>(o.devices), o.chunk ? "true" : "false", c.exe.stats().chunked_maps,
+        c.exe.stats().nested_chunked_maps, peak_mb, inputs_mb, peak_mb - inputs_mb);
   else
     std::printf(
-        "memory: cohort %lld on %lld device(s), %s: peak RSS %.1f MiB, inputs %.1f MiB, peak "
-        "minus inputs %.1f MiB\n",
-        static_cast<long long>(o.cohort), static_cast<long long>(o.devices),
-        o.chunk ? "chunked reduce(map_fn)" : "unchunked", peak_mb, inputs_mb, peak_mb - inputs_mb);
+        "memory: cohort %lld in %lld group(s) on %lld device(s), %s: peak RSS %.1f MiB, inputs "
+        "%.1f MiB, peak minus inputs %.1f MiB\n",
+        static_cast<long long>(o.cohort), static_cast<long long>(o.groups),
+        static_cast<long long>(o.devices), o.chunk ? "chunked reduce(map_fn)" : "unchunked",
+        peak_mb, inputs_mb, peak_mb - inputs_mb);
 }
 
 }  // namespace

@@ -39,8 +39,9 @@ std::string nested_reduce_fix(const std::string& op, const Type& t) {
   reduced.shape.insert(reduced.shape.begin(), t.shape[0]);
   return op + ": operand " + t.str() + " is placed at '" + inner + "' nested in '" + outer +
          "'; reduce over '" + inner + "' inside a map_fn over '" + outer +
-         "', which gives one value per " + outer + " (" + reduced.str() + "), then over '" + outer +
-         "': drx::" + op + "(drx::map_fn([](drx::Value x) { return drx::" + op + "(x); }, v))";
+         "', which gives one value for each of the " + std::to_string(t.shape[0]) + " " + outer +
+         " (" + reduced.str() + "), then over '" + outer + "': drx::" + op +
+         "(drx::map_fn([](drx::Value x) { return drx::" + op + "(x); }, v))";
 }
 
 namespace {
@@ -72,8 +73,8 @@ std::string already_placed(const Type& t, const std::string& target, int64_t siz
   if (placement_depth(t.placement) != 1 || target == t.placement) return msg;
   Type nested(t.dtype, t.shape, nested_placement(t.placement, target));
   nested.shape.insert(nested.shape.begin() + 1, size);
-  return msg + ". To give each " + t.placement + "'s " + target +
-         " a copy, broadcast inside a map_fn over '" + t.placement +
+  return msg + ". To give the " + target + " of each of the " + std::to_string(t.shape[0]) + " " +
+         t.placement + " a copy, broadcast inside a map_fn over '" + t.placement +
          "': drx::map_fn([](drx::Value x) { return drx::broadcast(x, \"" + target +
          "\"); }, v) gives " + nested.str();
 }
