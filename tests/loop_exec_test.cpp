@@ -20,17 +20,6 @@ Type f32t(Shape s) { return Type(DType::f32, std::move(s)); }
 Type f64t(Shape s) { return Type(DType::f64, std::move(s)); }
 Type i32t(Shape s) { return Type(DType::i32, std::move(s)); }
 
-::testing::AssertionResult BitwiseEqual(const std::vector<Array>& got,
-                                        const std::vector<Array>& want) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << got.size() << " results, want " << want.size();
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!got[i].bitwise_equal(want[i]))
-      return ::testing::AssertionFailure()
-             << "result " << i << ": " << got[i].str() << " vs " << want[i].str();
-  return ::testing::AssertionSuccess();
-}
-
 std::vector<Array> random_inputs(const Program& p, uint64_t seed) {
   std::vector<Array> args;
   for (const Type& t : p.input_types())

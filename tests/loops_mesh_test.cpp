@@ -58,33 +58,18 @@ std::vector<Array> inputs(const Program& p, uint64_t seed) {
   return args;
 }
 
-bool bitwise(const std::vector<Array>& a, const std::vector<Array>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!a[i].bitwise_equal(b[i])) return false;
-  return true;
-}
-
-double max_diff(const std::vector<Array>& a, const std::vector<Array>& b) {
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    for (int64_t k = 0; k < a[i].size(); ++k)
-      d = std::max(d, std::abs(a[i].element_as_double(k) - b[i].element_as_double(k)));
-  return d;
-}
-
 TEST(LoopsMesh, ScannedRoundAndHypergradientAreBitwiseTheSameOnOneToFourDevices) {
   for (int64_t clients : {3, 7}) {
     Program p = hypergradient(DType::f64, clients, false);
     std::vector<Array> args = inputs(p, 21);
     std::vector<Array> one = compile(p, Mesh({{"clients", 1}})).run(args);
-    EXPECT_LT(max_diff(one, interpret(p, args)), 1e-12);
+    EXPECT_LT(max_abs_diff(one, interpret(p, args)), 1e-12);
     for (int devices : {2, 3, 4})
-      EXPECT_TRUE(bitwise(compile(p, Mesh({{"clients", devices}})).run(args), one))
+      EXPECT_TRUE(BitwiseEqual(compile(p, Mesh({{"clients", devices}})).run(args), one))
           << clients << " clients on " << devices << " devices";
     // Whatever the loop's options, the same bits.
     for (ScanOptions o : {ScanOptions{.remat = true}, ScanOptions{.checkpoint_every = 2}})
-      EXPECT_TRUE(bitwise(
+      EXPECT_TRUE(BitwiseEqual(
           compile(hypergradient(DType::f64, clients, false, o), Mesh({{"clients", 3}})).run(args),
           one));
   }
@@ -94,7 +79,7 @@ TEST(LoopsMesh, ScannedRoundEqualsTheUnrolledOne) {
   Program scanned = hypergradient(DType::f64, 5, false);
   Program unrolled = hypergradient(DType::f64, 5, true);
   std::vector<Array> args = inputs(scanned, 4);
-  EXPECT_LT(max_diff(compile(scanned).run(args), compile(unrolled).run(args)), 1e-12);
+  EXPECT_LT(max_abs_diff(compile(scanned).run(args), compile(unrolled).run(args)), 1e-12);
 }
 
 TEST(LoopsMesh, MapFnWhoseBodyIsAScanStillRunsInChunks) {
@@ -106,7 +91,8 @@ TEST(LoopsMesh, MapFnWhoseBodyIsAScanStillRunsInChunks) {
     CompileOptions whole;
     whole.chunk_map_reduce = false;
     std::vector<Array> args = inputs(p, 9);
-    EXPECT_TRUE(bitwise(exe.run(args), compile(p, Mesh({{"clients", devices}}), whole).run(args)));
+    EXPECT_TRUE(
+        BitwiseEqual(exe.run(args), compile(p, Mesh({{"clients", devices}}), whole).run(args)));
   }
 }
 

@@ -21,16 +21,6 @@ std::vector<Array> random_inputs(const Program& p, uint64_t seed) {
   return args;
 }
 
-::testing::AssertionResult BitwiseEqual(const std::vector<Array>& got,
-                                        const std::vector<Array>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "output counts differ";
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!got[i].bitwise_equal(want[i]))
-      return ::testing::AssertionFailure()
-             << "output " << i << ": " << got[i].str() << " vs " << want[i].str();
-  return ::testing::AssertionSuccess();
-}
-
 // |got - want| <= rtol * max|want| for every element of every output.
 ::testing::AssertionResult Near(const std::vector<Array>& got, const std::vector<Array>& want,
                                 double rtol) {

@@ -34,23 +34,6 @@ std::vector<Array> round_args(const hfl::Config& c, DType dtype = DType::f64) {
   return {start_weights(c, dtype), convert_array(Array::scalar(c.client_lr), dtype), d.x, d.y};
 }
 
-double max_diff(const std::vector<Array>& a, const std::vector<Array>& b) {
-  double d = a.size() == b.size() ? 0 : INFINITY;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    if (a[i].shape() != b[i].shape()) return INFINITY;
-    for (int64_t k = 0; k < a[i].size(); ++k)
-      d = std::max(d, std::abs(a[i].element_as_double(k) - b[i].element_as_double(k)));
-  }
-  return d;
-}
-
-bool bitwise(const std::vector<Array>& a, const std::vector<Array>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!a[i].bitwise_equal(b[i])) return false;
-  return true;
-}
-
 // ---- the flat-loop reference, by hand in double --------------------------------
 using Vec = std::vector<double>;
 
@@ -204,10 +187,10 @@ TEST(NestedPlacements, HierarchicalFedAvgAndItsGradientEqualTheFlatLoopReference
 
     // The same computation as a drx program with plain loops and no placements.
     std::vector<Array> flat = interpret(flat_program(c, rounds), args);
-    EXPECT_LT(max_diff(got, flat), 1e-12) << rounds << " rounds";
+    EXPECT_LT(max_abs_diff(got, flat), 1e-12) << rounds << " rounds";
     // Compiled, the same to rounding.
-    EXPECT_LT(max_diff(compile(p).run(args), flat), 1e-12);
-    EXPECT_LT(max_diff(jit(hfl::round_fn(c, rounds))(args[0], args[1], args[2], args[3]), flat),
+    EXPECT_LT(max_abs_diff(compile(p).run(args), flat), 1e-12);
+    EXPECT_LT(max_abs_diff(jit(hfl::round_fn(c, rounds))(args[0], args[1], args[2], args[3]), flat),
               1e-12);
   }
 }
@@ -343,20 +326,20 @@ TEST(NestedPlacements, BitwiseTheSameOnOneToFourDevicesAndChunkedAtBothLevels) {
     std::vector<Array> args = round_args(c, DType::f32);
     Executable single = compile(p, Mesh({{"groups", 1}}));
     std::vector<Array> one = single.run(args);
-    EXPECT_LT(max_diff(one, interpret(p, args)), 1e-4);
+    EXPECT_LT(max_abs_diff(one, interpret(p, args)), 1e-4);
     // The round's and the loss's reductions at both levels run client by client.
     EXPECT_GE(single.stats().chunked_maps, 1u);
     EXPECT_GE(single.stats().nested_chunked_maps, 1u);
     for (int devices : {2, 3, 4})
-      EXPECT_TRUE(bitwise(compile(p, Mesh({{"groups", devices}})).run(args), one))
+      EXPECT_TRUE(BitwiseEqual(compile(p, Mesh({{"groups", devices}})).run(args), one))
           << groups << " groups on " << devices << " devices";
     // Clients split too, and the path without chunking: the same bits.
-    EXPECT_TRUE(bitwise(compile(p, Mesh({{"groups", 2}, {"clients", 2}})).run(args), one));
+    EXPECT_TRUE(BitwiseEqual(compile(p, Mesh({{"groups", 2}, {"clients", 2}})).run(args), one));
     CompileOptions whole;
     whole.chunk_map_reduce = false;
     Executable unchunked = compile(p, Mesh({{"groups", 3}}), whole);
     EXPECT_EQ(unchunked.stats().chunked_maps, 0u);
-    EXPECT_TRUE(bitwise(unchunked.run(args), one));
+    EXPECT_TRUE(BitwiseEqual(unchunked.run(args), one));
   }
 }
 
@@ -502,7 +485,7 @@ TEST(NestedPlacements, PrintParsePrintIsTheIdentity) {
     Program q = parse_program(text);
     EXPECT_EQ(to_string(q), text);
     std::vector<Array> args = round_args(c);
-    EXPECT_TRUE(bitwise(interpret(q, args), interpret(p, args)));
+    EXPECT_TRUE(BitwiseEqual(interpret(q, args), interpret(p, args)));
   }
 }
 

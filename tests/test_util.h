@@ -2,6 +2,7 @@
 // Shared helpers for the test suite: reference comparisons and random inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -94,6 +95,31 @@ inline Array batch_row(const Array& a, int64_t b) {
   std::memcpy(r.raw(), static_cast<const std::byte*>(a.raw()) + static_cast<size_t>(b) * r.nbytes(),
               r.nbytes());
   return r;
+}
+
+// Every result bitwise equal: same count, dtypes, shapes and bytes.
+inline ::testing::AssertionResult BitwiseEqual(const std::vector<Array>& got,
+                                               const std::vector<Array>& want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << got.size() << " results, want " << want.size();
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!got[i].bitwise_equal(want[i]))
+      return ::testing::AssertionFailure()
+             << "result " << i << ": " << got[i].str() << " vs " << want[i].str();
+  return ::testing::AssertionSuccess();
+}
+
+// The largest |a - b| over every element of every result (infinity when the
+// counts or shapes differ).
+inline double max_abs_diff(const std::vector<Array>& a, const std::vector<Array>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].shape() != b[i].shape()) return INFINITY;
+    for (int64_t k = 0; k < a[i].size(); ++k)
+      d = std::max(d, std::abs(a[i].element_as_double(k) - b[i].element_as_double(k)));
+  }
+  return d;
 }
 
 }  // namespace drx::testing
