@@ -46,6 +46,7 @@ Type f64t(Shape s) { return Type(DType::f64, std::move(s)); }
   return ::testing::AssertionSuccess();
 }
 
+
 std::vector<Array> inputs_for(const Program& p, uint64_t seed) {
   std::vector<Array> args;
   for (const Type& t : p.input_types()) args.push_back(random_array(t.shape, t.dtype, seed++));
@@ -98,12 +99,12 @@ std::vector<bool> reassociated_outputs(const Program& p) {
     std::vector<Array> got = exe.run(args);
     if (got.size() != want.size()) return ::testing::AssertionFailure() << "output count";
     for (size_t i = 0; i < got.size(); ++i) {
-      ::testing::AssertionResult r = reassociated[i] ? WithinUlps(got[i], want[i], 256)
-                                     : got[i].bitwise_equal(want[i])
-                                         ? ::testing::AssertionSuccess()
-                                         : ::testing::AssertionFailure()
-                                               << "not bitwise equal: got " << got[i].str()
-                                               << ", want " << want[i].str();
+      ::testing::AssertionResult r =
+          reassociated[i] ? WithinUlps(got[i], want[i], 256)
+          : got[i].bitwise_equal(want[i])
+              ? ::testing::AssertionSuccess()
+              : ::testing::AssertionFailure() << "not bitwise equal: got " << got[i].str()
+                                              << ", want " << want[i].str();
       if (!r)
         return ::testing::AssertionFailure()
                << "@" << p.name << " output " << i << (reassociated[i] ? " (reassociated)" : "")
