@@ -206,6 +206,23 @@ std::vector<Case> coverage_cases() {
          return {ys.value(), l.value()};
        },
        {f32t({4, 3}), f32t({3})}});
+  cases.push_back({"bitwise_and_rounding",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value u = a[0] + scalar_like(a[0], 12345.0), s = scalar_like(a[0], 3.0);
+                     Value b = astype(a[0], DType::u8), x = a[1] * 3.0;
+                     return {bitwise_and(u, s),
+                             bitwise_or(u, s),
+                             bitwise_xor(u, s),
+                             bitwise_not(b),
+                             shift_left(u, s),
+                             shift_right_logical(u, s),
+                             shift_right_arithmetic(astype(u, DType::i32), astype(s, DType::i32)),
+                             floor(x),
+                             ceil(x),
+                             round(x),
+                             remainder(x, scalar_like(x, 0.75))};
+                   },
+                   {Type(DType::u32, {3}), f32t({3})}});
   return cases;
 }
 

@@ -49,8 +49,8 @@ inline Array random_array(const Shape& shape, DType dtype, uint64_t seed, double
       double x = dist(rng);
       if constexpr (std::is_same_v<T, uint8_t>)
         p[i] = x > 0.5 * (lo + hi) ? 1 : 0;
-      else if constexpr (std::is_integral_v<T>)
-        p[i] = static_cast<T>(std::floor(x));
+      else if constexpr (std::is_integral_v<T>)  // through int64: unsigned types wrap
+        p[i] = static_cast<T>(static_cast<int64_t>(std::floor(x)));
       else
         p[i] = static_cast<T>(x);
     }

@@ -1,6 +1,9 @@
 #include "drx/array/array.h"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <type_traits>
 
 namespace drx {
 
@@ -47,12 +50,34 @@ std::string Array::str() const {
   return out + "}";
 }
 
+namespace {
+// An element converted without undefined behaviour: to bool, nonzero; from a
+// float to an integer, saturating at the integer's range with NaN as 0; else
+// as C++ converts (integers wrap modulo 2^bits).
+template <class D, class S>
+D converted(S v) {
+  if constexpr (std::is_same_v<D, uint8_t>) {
+    return v != S{0} ? 1 : 0;
+  } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
+    if (std::isnan(v)) return D{0};
+    const double lo = static_cast<double>(std::numeric_limits<D>::min());
+    const double hi = static_cast<double>(std::numeric_limits<D>::max()) + 1.0;
+    const auto x = static_cast<double>(v);
+    if (x <= lo) return std::numeric_limits<D>::min();
+    if (x >= hi) return std::numeric_limits<D>::max();
+    return static_cast<D>(x);
+  } else {
+    return static_cast<D>(v);
+  }
+}
+}  // namespace
+
 Array full(const Shape& shape, double value, DType dtype) {
   Array a(dtype, shape);
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     T* p = a.data<T>();
-    T v = static_cast<T>(value);
+    const T v = converted<T>(value);
     for (int64_t i = 0; i < a.size(); ++i) p[i] = v;
   });
   return a;
@@ -68,12 +93,7 @@ Array convert_array(const Array& a, DType dtype) {
       using D = decltype(d);
       const S* in = a.data<S>();
       D* o = out.data<D>();
-      for (int64_t i = 0; i < a.size(); ++i) {
-        if constexpr (std::is_same_v<D, uint8_t>)
-          o[i] = in[i] != S{0} ? 1 : 0;
-        else
-          o[i] = static_cast<D>(in[i]);
-      }
+      for (int64_t i = 0; i < a.size(); ++i) o[i] = converted<D>(in[i]);
     });
   });
   return out;

@@ -16,33 +16,42 @@ std::string_view dtype_name(DType d) {
       return "i64";
     case DType::bool_:
       return "bool";
+    case DType::u32:
+      return "u32";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }
 
 DType dtype_from_name(std::string_view name) {
-  for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_})
+  for (DType d : kAllDTypes)
     if (dtype_name(d) == name) return d;
   throw ParseError("unknown dtype '" + std::string(name) +
-                   "' (expected f32, f64, i32, i64 or bool)");
+                   "' (expected f32, f64, i32, i64, u32, u8 or bool)");
 }
 
 size_t dtype_size(DType d) {
   switch (d) {
     case DType::f32:
     case DType::i32:
+    case DType::u32:
       return 4;
     case DType::f64:
     case DType::i64:
       return 8;
     case DType::bool_:
+    case DType::u8:
       return 1;
   }
   return 1;
 }
 
 bool is_floating(DType d) { return d == DType::f32 || d == DType::f64; }
-bool is_integer(DType d) { return d == DType::i32 || d == DType::i64; }
+bool is_integer(DType d) {
+  return d == DType::i32 || d == DType::i64 || d == DType::u32 || d == DType::u8;
+}
+bool is_unsigned(DType d) { return d == DType::u32 || d == DType::u8; }
 
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;

@@ -7,12 +7,19 @@
 
 namespace drx {
 
-enum class DType : uint8_t { f32, f64, i32, i64, bool_ };
+// Unsigned integers (u32, u8) wrap around like the signed ones; the values
+// are appended so that existing encodings of the others keep their numbers.
+enum class DType : uint8_t { f32, f64, i32, i64, bool_, u32, u8 };
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 inline constexpr DType i32 = DType::i32;
 inline constexpr DType i64 = DType::i64;
 inline constexpr DType bool_ = DType::bool_;
+inline constexpr DType u32 = DType::u32;
+inline constexpr DType u8 = DType::u8;
+// Every dtype, for loops over them.
+inline constexpr DType kAllDTypes[] = {DType::f32,   DType::f64, DType::i32, DType::i64,
+                                       DType::bool_, DType::u32, DType::u8};
 
 using Shape = std::vector<int64_t>;
 
@@ -21,7 +28,9 @@ std::string_view dtype_name(DType d);
 DType dtype_from_name(std::string_view name);
 size_t dtype_size(DType d);
 bool is_floating(DType d);
+// i32, i64, u32 and u8 (not bool).
 bool is_integer(DType d);
+bool is_unsigned(DType d);
 
 int64_t num_elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2,3]"
@@ -58,10 +67,25 @@ template <>
 struct dtype_of_t<bool> {
   static constexpr DType value = DType::bool_;
 };
+template <>
+struct dtype_of_t<uint32_t> {
+  static constexpr DType value = DType::u32;
+};
+// u8 elements are stored as char8_t inside the kernels (a type distinct from
+// bool's uint8_t storage, so generic code can tell them apart); host code may
+// use uint8_t for them.
+template <>
+struct dtype_of_t<uint8_t> {
+  static constexpr DType value = DType::u8;
+};
+template <>
+struct dtype_of_t<char8_t> {
+  static constexpr DType value = DType::u8;
+};
 template <class T>
 inline constexpr DType dtype_of = dtype_of_t<T>::value;
 
-// Calls fn(T{}) with T the storage type of `d` (uint8_t for bool).
+// Calls fn(T{}) with T the storage type of `d` (uint8_t for bool, char8_t for u8).
 template <class Fn>
 decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
   switch (d) {
@@ -73,6 +97,10 @@ decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
       return fn(int32_t{});
     case DType::i64:
       return fn(int64_t{});
+    case DType::u32:
+      return fn(uint32_t{});
+    case DType::u8:
+      return fn(char8_t{});
     case DType::bool_:
       break;
   }

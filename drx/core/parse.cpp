@@ -424,12 +424,12 @@ class Parser {
   DType parse_dtype(const std::string& what) {
     const Token& t = peek();
     if (t.kind != Tok::ident) fail(t, what);
-    for (DType d : {DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_})
+    for (DType d : kAllDTypes)
       if (dtype_name(d) == t.text) {
         next();
         return d;
       }
-    fail_at(t, "unknown dtype " + describe(t) + " (expected f32, f64, i32, i64 or bool)");
+    fail_at(t, "unknown dtype " + describe(t) + " (expected f32, f64, i32, i64, u32, u8 or bool)");
   }
 
   Shape parse_dims(const std::string& context) {

@@ -57,22 +57,46 @@ class ScalarKernel {
     k.set<int32_t, uint8_t>(binary_loops<int32_t, uint8_t, F>());
     k.set<int64_t, uint8_t>(binary_loops<int64_t, uint8_t, F>());
     k.set<uint8_t, uint8_t>(binary_loops<uint8_t, uint8_t, F>());
+    k.set<uint32_t, uint8_t>(binary_loops<uint32_t, uint8_t, F>());
+    k.set<char8_t, uint8_t>(binary_loops<char8_t, uint8_t, F>());
+    return k;
+  }
+  // Loops of a unary or binary function object F over the integer dtypes and
+  // bool (bitwise operations).
+  template <class F>
+  static ScalarKernel bitwise_unary() {
+    ScalarKernel k(1, false);
+    k.set<int32_t, int32_t>(unary_loops<int32_t, F>());
+    k.set<int64_t, int64_t>(unary_loops<int64_t, F>());
+    k.set<uint32_t, uint32_t>(unary_loops<uint32_t, F>());
+    k.set<char8_t, char8_t>(unary_loops<char8_t, F>());
+    k.set<uint8_t, uint8_t>(unary_loops<uint8_t, F>());
+    return k;
+  }
+  template <class F>
+  static ScalarKernel bitwise_binary() {
+    ScalarKernel k(2, false);
+    k.set<int32_t, int32_t>(binary_loops<int32_t, int32_t, F>());
+    k.set<int64_t, int64_t>(binary_loops<int64_t, int64_t, F>());
+    k.set<uint32_t, uint32_t>(binary_loops<uint32_t, uint32_t, F>());
+    k.set<char8_t, char8_t>(binary_loops<char8_t, char8_t, F>());
+    k.set<uint8_t, uint8_t>(binary_loops<uint8_t, uint8_t, F>());
     return k;
   }
 
  private:
   using Erased = void (*)();
-  static constexpr int kDTypes = 5;
+  static constexpr int kDTypes = 7;
   ScalarKernel(int arity, bool predicate) : arity_(arity), predicate_(predicate) {}
 
   static int index(DType d) { return static_cast<int>(d); }
+  // The dtype whose kernel storage type is T (uint8_t is bool's).
   template <class T>
   static constexpr DType dtype_of() {
-    if constexpr (std::is_same_v<T, float>) return DType::f32;
-    if constexpr (std::is_same_v<T, double>) return DType::f64;
-    if constexpr (std::is_same_v<T, int32_t>) return DType::i32;
-    if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
-    return DType::bool_;
+    if constexpr (std::is_same_v<T, uint8_t>)
+      return DType::bool_;
+    else
+      return drx::dtype_of<T>;
   }
 
   template <class T, class Out>

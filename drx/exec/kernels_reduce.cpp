@@ -147,6 +147,8 @@ std::unique_ptr<RowReducer> make_row_reducer(DType dtype, ReduceKind kind, int64
       return typed_reducer<int32_t>(kind, width);
     case DType::i64:
       return typed_reducer<int64_t>(kind, width);
+    case DType::u32:
+      return typed_reducer<uint32_t>(kind, width);
     default:
       return nullptr;
   }

@@ -174,6 +174,26 @@ Value reduce_weighted_mean(const Value& x, const Value& w) {
   return emit_reduce_sum(weighted) / emit_reduce_sum(w);
 }
 
+Value placement_softmax(const Value& x) {
+  require_program_scope("placement_softmax");
+  require_placed("placement_softmax", x);
+  if (!is_floating(x.dtype()))
+    throw Error("placement_softmax: operand " + x.type().str() + " is not floating-point");
+  const std::string& at = x.type().placement;
+  const int64_t n = x.shape()[0];
+  // The max only shifts for stability; it carries no derivative.
+  Value shifted = exp(x - emit_broadcast(stop_gradient(reduce_max(x)), at, n));
+  return shifted / emit_broadcast(emit_reduce_sum(shifted), at, n);
+}
+
+Value placement_normalize(const Value& w) {
+  require_program_scope("placement_normalize");
+  require_placed("placement_normalize", w);
+  if (!is_floating(w.dtype()))
+    throw Error("placement_normalize: operand " + w.type().str() + " is not floating-point");
+  return w / emit_broadcast(emit_reduce_sum(w), w.type().placement, w.shape()[0]);
+}
+
 Tree reduce_sum(const Tree& x) { return map_leaves(x, reduce_sum); }
 Tree reduce_mean(const Tree& x) { return map_leaves(x, reduce_mean); }
 Tree reduce_max(const Tree& x) { return map_leaves(x, reduce_max); }

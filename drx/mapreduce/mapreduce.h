@@ -45,6 +45,12 @@ Tree reduce_min(const Tree& x);
 Value reduce_weighted_mean(const Value& x, const Value& w);
 Tree reduce_weighted_mean(const Tree& x, const Value& w);
 
+// Over the clients of x's placement, per element: exp(x_i) / sum_j exp(x_j)
+// (shifted by the max for stability), e.g. learned aggregation weights; and
+// w_i / sum_j w_j. Both stay placed at x's placement.
+Value placement_softmax(const Value& x);
+Value placement_normalize(const Value& w);
+
 // Applies f to each client's slices of the placed arguments (Values or Trees).
 template <class F, class... X>
 auto map_fn(F f, const X&... xs) {

@@ -23,6 +23,26 @@ Value dense(const Value& x, const Value& w, const Value& b) {
   return matmul(x, w) + b;
 }
 
+Value layer_norm(const Value& x, const Value& scale, const Value& bias, double eps) {
+  if (x.ndim() < 1 || !is_floating(x.dtype()) || scale.shape() != Shape{x.shape().back()} ||
+      bias.shape() != scale.shape() || scale.dtype() != x.dtype() || bias.dtype() != x.dtype())
+    throw TypeError(
+        "layer_norm: expected floating x [..., d] with scale [d] and bias [d] of its "
+        "dtype, got x " +
+        x.type().str() + ", scale " + scale.type().str() + ", bias " + bias.type().str());
+  if (!(eps >= 0)) throw Error("layer_norm: eps " + std::to_string(eps) + " is negative");
+  Value centred = x - mean(x, {-1}, true);
+  Value var = mean(square(centred), {-1}, true);
+  return centred * rsqrt(var + eps) * scale + bias;
+}
+
+Value embedding(const Value& table, const Value& ids) {
+  if (table.ndim() != 2 || !is_integer(ids.dtype()))
+    throw TypeError("embedding: expected a table [vocabulary, dim] and integer ids, got table " +
+                    table.type().str() + ", ids " + ids.type().str());
+  return take(table, ids, 0);
+}
+
 Value mlp_apply(const Tree& params, const Value& x) {
   if (params.kind() != Tree::Kind::dict || params.size() == 0)
     throw Error("mlp_apply: params must be a non-empty dict of layers (see mlp_init), got " +

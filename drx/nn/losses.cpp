@@ -13,6 +13,15 @@ void check_logits_labels(const char* op, const Value& logits, const Value& label
 }
 }  // namespace
 
+Value sigmoid_binary_cross_entropy(const Value& logits, const Value& labels) {
+  if (!is_floating(logits.dtype()) || labels.dtype() != logits.dtype())
+    throw TypeError(
+        "sigmoid_binary_cross_entropy: expected floating logits and labels of the "
+        "same dtype, got logits " +
+        logits.type().str() + ", labels " + labels.type().str());
+  return softplus(logits) - labels * logits;
+}
+
 Value softmax_cross_entropy(const Value& logits, const Value& labels) {
   check_logits_labels("softmax_cross_entropy", logits, labels);
   Value onehot = one_hot(labels, logits.shape()[1], logits.dtype());

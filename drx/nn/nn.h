@@ -34,12 +34,24 @@ Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init
 
 // x @ w + b.
 Value dense(const Value& x, const Value& w, const Value& b);
+// (x - mean) / sqrt(var + eps) * scale + bias over the last axis (population
+// variance, as torch.nn.LayerNorm and flax); scale and bias have the last
+// axis's size.
+Value layer_norm(const Value& x, const Value& scale, const Value& bias, double eps = 1e-5);
+// Rows `ids` (an integer array of any shape) of `table` [vocabulary, dim]:
+// the result is ids.shape + [dim]. Its gradient scatters into the table.
+Value embedding(const Value& table, const Value& ids);
 // Dense layers in key order with ReLU between them; returns the logits (no final activation).
 // params: a Tree of Values as made by mlp_init (Arrays become constants).
 Value mlp_apply(const Tree& params, const Value& x);
 
 // Per-example softmax cross-entropy, logits [n, classes], integer labels (i32/i64) [n] -> [n].
 Value softmax_cross_entropy(const Value& logits, const Value& labels);
+// Elementwise -labels log(sigmoid(logits)) - (1 - labels) log(1 - sigmoid(logits)),
+// computed stably as softplus(logits) - labels * logits (optax's
+// sigmoid_binary_cross_entropy); labels are probabilities of logits' dtype
+// and shape (they broadcast).
+Value sigmoid_binary_cross_entropy(const Value& logits, const Value& labels);
 // sum(mask * ce) / max(sum(mask), 1): the mean over real examples (mask 1) of a padded batch; a
 // fully masked batch gives 0 and a zero gradient. mask [n] of any numeric dtype.
 Value masked_mean_loss(const Value& logits, const Value& labels, const Value& mask);

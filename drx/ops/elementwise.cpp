@@ -28,7 +28,7 @@ std::string domain_str(Domain d) {
     case Domain::floating:
       return "a floating-point operand (f32 or f64)";
     case Domain::numeric:
-      return "a numeric operand (f32, f64, i32 or i64)";
+      return "a numeric operand (f32, f64, i32, i64, u32 or u8)";
     case Domain::any:
       break;
   }
@@ -149,6 +149,10 @@ DRX_PRIMITIVE_FAMILY(elementwise_unary) {
       "erf", [](const Value& x, const Value&, const Value& t) {
         return t * (M_2_SQRTPI * exp(-(x * x)));  // d erf(x) = 2/sqrt(pi) exp(-x^2)
       }));
+  // Piecewise constant: the derivative is zero.
+  registry.add(std::make_unique<UnaryPrim<Floor, D::floating>>("floor", nullptr));
+  registry.add(std::make_unique<UnaryPrim<Ceil, D::floating>>("ceil", nullptr));
+  registry.add(std::make_unique<UnaryPrim<RoundHalfEven, D::floating>>("round", nullptr));
   registry.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
       "cos", [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
 }

@@ -1,4 +1,4 @@
-// Binary arithmetic primitives: add sub mul div pow maximum minimum.
+// Binary arithmetic primitives: add sub mul div pow maximum minimum remainder.
 //
 // At the primitive level both operands have one type (dtype and shape); the
 // public ops (elementwise_ops.cpp) broadcast before they get here, so the
@@ -52,7 +52,7 @@ class BinaryPrim : public Primitive {
                       types_str(ins) + " (the public drx::" + name() +
                       " broadcasts shapes; convert dtypes with drx::astype)");
     if (!accepts(Domain::numeric, ins[0].dtype))
-      throw TypeError(name() + ": expected numeric operands (f32, f64, i32 or i64), got " +
+      throw TypeError(name() + ": expected numeric operands (f32, f64, i32, i64, u32 or u8), got " +
                       types_str(ins));
     return {ins[0]};
   }
@@ -131,6 +131,11 @@ Value pow_partial(int i, const Value& a, const Value& b, const Value& y, const V
   return t * (log(safe_a) * y);
 }
 
+// r = a - b trunc(a / b), and trunc(a / b) = (a - r) / b: dr/da = 1, dr/db = -trunc(a / b).
+Value rem_partial(int i, const Value& a, const Value& b, const Value& y, const Value& t) {
+  return i == 0 ? t : -(t * ((a - y) / b));
+}
+
 Value add_partial(int, const Value&, const Value&, const Value&, const Value& t) { return t; }
 Value sub_partial(int i, const Value&, const Value&, const Value&, const Value& t) {
   return i == 0 ? t : -t;
@@ -154,6 +159,7 @@ DRX_PRIMITIVE_FAMILY(elementwise_binary) {
   registry.add(std::make_unique<BinaryPrim<Pow>>("pow", "stablehlo.power", pow_partial));
   registry.add(std::make_unique<BinaryPrim<Max>>("maximum", "stablehlo.maximum", max_partial));
   registry.add(std::make_unique<BinaryPrim<Min>>("minimum", "stablehlo.minimum", min_partial));
+  registry.add(std::make_unique<BinaryPrim<Rem>>("remainder", "stablehlo.remainder", rem_partial));
 }
 
 }  // namespace drx::elementwise

@@ -35,6 +35,10 @@ decltype(auto) dispatch(DType d, Fn&& fn) {
         return fn(int32_t{});
       case DType::i64:
         return fn(int64_t{});
+      case DType::u32:
+        return fn(uint32_t{});
+      case DType::u8:
+        return fn(char8_t{});
       default:
         return fn(float{});
     }
@@ -78,7 +82,7 @@ D convert_element(S v) {
     // Both limits are exactly representable as doubles (powers of two); the
     // upper one is exclusive.
     const double lo = static_cast<double>(std::numeric_limits<D>::min());
-    const double hi = -lo;
+    const double hi = static_cast<double>(std::numeric_limits<D>::max()) + 1.0;
     const double x = static_cast<double>(v);
     if (x <= lo) return std::numeric_limits<D>::min();
     if (x >= hi) return std::numeric_limits<D>::max();

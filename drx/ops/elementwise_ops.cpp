@@ -65,9 +65,14 @@ Value number_like(const std::string& op, const Value& x, double v) {
     throw TypeError(op + ": cannot combine the bool value " + x.type().str() + " with the number " +
                     number_str(v) + "; convert it first with drx::astype");
   if (is_integer(dt)) {
-    const double lo = dt == DType::i32 ? static_cast<double>(std::numeric_limits<int32_t>::min())
-                                       : static_cast<double>(std::numeric_limits<int64_t>::min());
-    if (!(std::trunc(v) == v && v >= lo && v < -lo))
+    // [lo, hi) of the dtype; both bounds are exact doubles (0 or powers of two).
+    double lo = 0, hi = 0;
+    dispatch_dtype(dt, [&](auto t) {
+      using T = decltype(t);
+      lo = static_cast<double>(std::numeric_limits<T>::min());
+      hi = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+    });
+    if (!(std::trunc(v) == v && v >= lo && v < hi))
       throw TypeError(op + ": the number " + number_str(v) +
                       " is not representable in the dtype of " + x.type().str() +
                       "; convert the value first with drx::astype");
@@ -97,8 +102,16 @@ DRX_UNARY(sign)
 DRX_UNARY(sin)
 DRX_UNARY(cos)
 DRX_UNARY(erf)
+DRX_UNARY(floor)
+DRX_UNARY(ceil)
+DRX_UNARY(round)
 DRX_UNARY(stop_gradient)
 #undef DRX_UNARY
+
+Value bitwise_not(const Value& x) {
+  static const Primitive& p = primitive("not");
+  return emit1(p, {x});
+}
 
 #define DRX_BINARY(fn)                          \
   Value fn(const Value& a, const Value& b) {    \
@@ -118,7 +131,21 @@ DRX_BINARY(greater)
 DRX_BINARY(greater_equal)
 DRX_BINARY(equal)
 DRX_BINARY(not_equal)
+DRX_BINARY(remainder)
+DRX_BINARY(shift_left)
+DRX_BINARY(shift_right_logical)
+DRX_BINARY(shift_right_arithmetic)
 #undef DRX_BINARY
+
+#define DRX_BITWISE(fn, prim)                    \
+  Value fn(const Value& a, const Value& b) {     \
+    static const Primitive& p = primitive(prim); \
+    return binary(p, a, b);                      \
+  }
+DRX_BITWISE(bitwise_and, "and")
+DRX_BITWISE(bitwise_or, "or")
+DRX_BITWISE(bitwise_xor, "xor")
+#undef DRX_BITWISE
 
 Value pow(const Value& a, double b) { return pow(a, number_like("pow", a, b)); }
 Value maximum(const Value& a, double b) { return maximum(a, number_like("maximum", a, b)); }

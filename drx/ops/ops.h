@@ -39,6 +39,33 @@ Value cos(const Value& x);
 Value erf(const Value& x);
 Value square(const Value& x);
 Value relu(const Value& x);
+// Rounding (floating point only; derivative zero): round is half to even, as
+// jnp.round.
+Value floor(const Value& x);
+Value ceil(const Value& x);
+Value round(const Value& x);
+// Activations, numerically stable for large |x|.
+Value sigmoid(const Value& x);      // = logistic
+Value softplus(const Value& x);     // log(1 + exp(x))
+Value log_sigmoid(const Value& x);  // log(sigmoid(x)) = -softplus(-x)
+// 0.5 x (1 + erf(x / sqrt 2)); approximate: the tanh form of Hendrycks and
+// Gimpel, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as jax.nn.gelu.
+Value gelu(const Value& x, bool approximate = false);
+// min(max(x, lo), hi), elementwise; lo and hi broadcast against x.
+Value clip(const Value& x, const Value& lo, const Value& hi);
+Value clip(const Value& x, double lo, double hi);
+
+// Bitwise operations on the integer dtypes (i32, i64, u32, u8) and, for
+// and/or/xor/not, bool (the logical operations). Shifts read the amount as
+// unsigned: shifting by the bit width or more (or by a negative amount)
+// gives 0, or the sign bit everywhere for shift_right_arithmetic.
+Value bitwise_and(const Value& a, const Value& b);
+Value bitwise_or(const Value& a, const Value& b);
+Value bitwise_xor(const Value& a, const Value& b);
+Value bitwise_not(const Value& x);
+Value shift_left(const Value& a, const Value& b);
+Value shift_right_logical(const Value& a, const Value& b);
+Value shift_right_arithmetic(const Value& a, const Value& b);
 
 // Binary ops broadcast numpy-style; both operands must have the same dtype
 // (a plain number takes the Value's dtype).
@@ -49,6 +76,9 @@ Value div(const Value& a, const Value& b);
 Value pow(const Value& a, const Value& b);
 Value maximum(const Value& a, const Value& b);
 Value minimum(const Value& a, const Value& b);
+// a - b * trunc(a / b): the sign of the dividend, as stablehlo.remainder and
+// C++'s fmod and % (integer remainder by zero is an error).
+Value remainder(const Value& a, const Value& b);
 Value pow(const Value& a, double b);
 Value maximum(const Value& a, double b);
 Value minimum(const Value& a, double b);

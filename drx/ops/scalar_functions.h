@@ -34,8 +34,9 @@ T wrap_mul(T a, T b) {
 template <class T>
 T int_div(T a, T b) {
   if (b == 0) throw Error("div: integer division by zero");
-  if (b == -1) return wrap_sub(T{0}, a);
-  return a / b;
+  if constexpr (std::is_signed_v<T>)
+    if (b == -1) return wrap_sub(T{0}, a);
+  return static_cast<T>(a / b);
 }
 
 // Integer power by repeated squaring. A negative exponent gives the truncated
@@ -43,11 +44,13 @@ T int_div(T a, T b) {
 // zero.
 template <class T>
 T int_pow(T a, T b) {
-  if (b < 0) {
-    if (a == 0) throw Error("pow: integer 0 raised to a negative power (division by zero)");
-    if (a == 1) return 1;
-    if (a == -1) return (b % 2 == 0) ? 1 : -1;
-    return 0;
+  if constexpr (std::is_signed_v<T>) {
+    if (b < 0) {
+      if (a == 0) throw Error("pow: integer 0 raised to a negative power (division by zero)");
+      if (a == 1) return 1;
+      if (a == -1) return (b % 2 == 0) ? 1 : -1;
+      return 0;
+    }
   }
   T result = 1;
   while (b > 0) {
@@ -136,7 +139,9 @@ struct Rsqrt {
 struct Abs {
   template <class T>
   T operator()(T v) const {
-    if constexpr (std::is_integral_v<T>)
+    if constexpr (std::is_unsigned_v<T>)
+      return v;
+    else if constexpr (std::is_integral_v<T>)
       return v < 0 ? wrap_neg(v) : v;
     else
       return std::abs(v);
@@ -147,7 +152,8 @@ struct Sign {
   template <class T>
   T operator()(T v) const {
     if (v > 0) return T{1};
-    if (v < 0) return T{-1};
+    if constexpr (std::is_signed_v<T> || std::is_floating_point_v<T>)
+      if (v < 0) return T{-1};
     return v;
   }
 };
@@ -198,6 +204,39 @@ struct Div {
       return int_div(a, b);
     else
       return a / b;
+  }
+};
+// The sign of the dividend (fmod, C++'s %); min % -1 is 0 instead of trapping.
+struct Rem {
+  template <class T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if (b == 0) throw Error("remainder: integer remainder by zero");
+      if constexpr (std::is_signed_v<T>)
+        if (b == -1) return T{0};
+      return static_cast<T>(a % b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+struct Floor {
+  template <class T>
+  T operator()(T v) const {
+    return std::floor(v);
+  }
+};
+struct Ceil {
+  template <class T>
+  T operator()(T v) const {
+    return std::ceil(v);
+  }
+};
+// Half to even (the default rounding mode), as jnp.round and stablehlo.round_nearest_even.
+struct RoundHalfEven {
+  template <class T>
+  T operator()(T v) const {
+    return std::nearbyint(v);
   }
 };
 struct Pow {
