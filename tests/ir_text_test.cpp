@@ -124,13 +124,13 @@ std::vector<Case> coverage_cases() {
                              concatenate({x, x}, 1),     slice(x, {0, 1}, {2, 3})};
                    },
                    {f32t({2, 3}), f32t({3})}});
-  cases.push_back(
-      {"indexing",
-       [](const std::vector<Value>& a) -> std::vector<Value> {
-         Value idx = constant(Array::from_vector<int32_t>({2, 0, 2}, {3}));
-         return {take(a[0], idx, 1), scatter_add(a[0], idx, a[1], 1), one_hot(idx, 4, DType::f64)};
-       },
-       {f32t({2, 3}), f32t({2, 3})}});
+  cases.push_back({"indexing",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value idx = constant(Array::from_vector<int32_t>({2, 0, 2}, {3}));
+                     return {take(a[0], idx, 1), scatter_add(a[0], idx, a[1], 1),
+                             scatter(a[0], idx, a[1], 1), one_hot(idx, 4, DType::f64)};
+                   },
+                   {f32t({2, 3}), f32t({2, 3})}});
   cases.push_back({"grad",
                    [](const std::vector<Value>& a) -> std::vector<Value> {
                      auto loss = [](Value w, Value x) -> Value {

@@ -126,6 +126,20 @@ Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vecto
 Value take(const Value& x, const Value& indices, int64_t axis = 0);
 // The transpose of take: adds `updates` into x at `indices` along `axis`.
 Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis = 0);
+// x with `updates` written at `indices` along `axis` (numpy's x.at[i].set(u));
+// updates have the shape take(x, indices, axis) gives. Where an index repeats,
+// the last update in index order (row-major over the indices) wins, and only
+// it gets a gradient. Indices as take's: -n <= i < n, else a run-time drx::Error.
+Value scatter(const Value& x, const Value& indices, const Value& updates, int64_t axis = 0);
+// x.at[indices] along `axis`: at(x, i).get() is take, .set(u) scatter, .add(u) scatter_add.
+struct IndexedUpdate {
+  Value x, indices;
+  int64_t axis = 0;
+  Value get() const;
+  Value set(const Value& updates) const;
+  Value add(const Value& updates) const;
+};
+IndexedUpdate at(const Value& x, const Value& indices, int64_t axis = 0);
 Value one_hot(const Value& labels, int64_t n, DType dtype = DType::f32);
 
 // ---- ML helpers --------------------------------------------------------

@@ -26,6 +26,7 @@ const Primitive& slice();
 // indexing
 const Primitive& take();
 const Primitive& scatter_add();
+const Primitive& scatter();
 // constants
 const Primitive& constant();
 const Primitive& iota();
