@@ -131,6 +131,16 @@ std::vector<Case> coverage_cases() {
                              scatter(a[0], idx, a[1], 1), one_hot(idx, 4, DType::f64)};
                    },
                    {f32t({2, 3}), f32t({2, 3})}});
+  cases.push_back({"sorting",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value x = a[0];
+                     TopK top = top_k(x, 2);
+                     return {sort(x, 0),         argsort(x, 1, true),
+                             top.values,         top.indices,
+                             argmax(x, 1),       argmin(x, 0, true),
+                             cumsum(x, 1, true), cumsum(astype(x, DType::i32), 0)};
+                   },
+                   {f32t({3, 4})}});
   cases.push_back({"grad",
                    [](const std::vector<Value>& a) -> std::vector<Value> {
                      auto loss = [](Value w, Value x) -> Value {
