@@ -124,13 +124,23 @@ std::vector<Case> coverage_cases() {
                              concatenate({x, x}, 1),     slice(x, {0, 1}, {2, 3})};
                    },
                    {f32t({2, 3}), f32t({3})}});
-  cases.push_back(
-      {"indexing",
-       [](const std::vector<Value>& a) -> std::vector<Value> {
-         Value idx = constant(Array::from_vector<int32_t>({2, 0, 2}, {3}));
-         return {take(a[0], idx, 1), scatter_add(a[0], idx, a[1], 1), one_hot(idx, 4, DType::f64)};
-       },
-       {f32t({2, 3}), f32t({2, 3})}});
+  cases.push_back({"indexing",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value idx = constant(Array::from_vector<int32_t>({2, 0, 2}, {3}));
+                     return {take(a[0], idx, 1), scatter_add(a[0], idx, a[1], 1),
+                             scatter(a[0], idx, a[1], 1), one_hot(idx, 4, DType::f64)};
+                   },
+                   {f32t({2, 3}), f32t({2, 3})}});
+  cases.push_back({"sorting",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value x = a[0];
+                     TopK top = top_k(x, 2);
+                     return {sort(x, 0),         argsort(x, 1, true),
+                             top.values,         top.indices,
+                             argmax(x, 1),       argmin(x, 0, true),
+                             cumsum(x, 1, true), cumsum(astype(x, DType::i32), 0)};
+                   },
+                   {f32t({3, 4})}});
   cases.push_back({"grad",
                    [](const std::vector<Value>& a) -> std::vector<Value> {
                      auto loss = [](Value w, Value x) -> Value {

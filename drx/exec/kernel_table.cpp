@@ -17,6 +17,7 @@ const KernelTable& table() {
     add_shape_kernels(t);
     add_mapreduce_kernels(t);
     add_index_kernels(t);
+    add_axis_kernels(t);
     add_control_flow_kernels(t);
     add_loop_kernels(t);
     return t;
@@ -49,6 +50,12 @@ const std::vector<const Primitive*>& interpreter_only_primitives() {
       // The transpose of take, in gradients of embedding lookups. A compiled
       // kernel is due with the transformer workload (issue 19).
       &prims::scatter_add(),
+      // sort and top_k: a comparison sort per row, which is what their
+      // reference loops already do on contiguous memory; a kernel would only
+      // save the operand's copy into an Array. Due when a workload sorts in
+      // its inner loop.
+      &prims::sort(),
+      &prims::top_k(),
   };
   return list;
 }

@@ -20,6 +20,7 @@ void add_dot_kernels(KernelTable& t);
 void add_shape_kernels(KernelTable& t);
 void add_mapreduce_kernels(KernelTable& t);
 void add_index_kernels(KernelTable& t);
+void add_axis_kernels(KernelTable& t);  // argmax, argmin, cumsum
 void add_control_flow_kernels(KernelTable& t);
 void add_loop_kernels(KernelTable& t);  // scan, while_loop
 

@@ -1,9 +1,12 @@
-// Indexing primitives: take (gather along one axis) and its transpose
-// scatter_add, plus the one_hot composite.
+// Indexing primitives: take (gather along one axis), its transpose
+// scatter_add, and scatter (x.at[indices].set(updates)), plus the one_hot and
+// at(...) composites.
 //
-// Index semantics (both primitives): an index i along an axis of size n is
-// valid for -n <= i < n; negative indices wrap numpy-style (i + n). Anything
-// else throws drx::Error at evaluation, naming the index and the axis size.
+// Index semantics (all three): an index i along an axis of size n is valid
+// for -n <= i < n; negative indices wrap numpy-style (i + n). Anything else
+// throws drx::Error at evaluation, naming the index and the axis size.
+// scatter and scatter_add take updates of the shape take would give:
+// x.shape[:axis] + indices.shape + x.shape[axis+1:].
 #include <algorithm>
 #include <numeric>
 
@@ -117,6 +120,23 @@ Value unfold_batch(const Value& y, int64_t axis, int64_t b, int64_t n) {
   return move_axis(reshape(y, s), axis, 0);
 }
 
+// The type of scatter and scatter_add: x's, once the indices and the updates
+// are checked against it.
+Type scatter_type(const std::string& op, const std::vector<Type>& ins, const Params& p) {
+  if (ins.size() != 3)
+    throw TypeError(op + ": expected 3 operands (x, indices, updates), got " +
+                    std::to_string(ins.size()));
+  const Type &x = ins[0], &idx = ins[1], &upd = ins[2];
+  check_indices_type(op, idx);
+  int64_t axis = check_axis(op, x, p);
+  Shape want = gathered_shape(x.shape, idx.shape, axis);
+  if (upd.dtype != x.dtype || upd.shape != want)
+    throw TypeError(op + ": updates " + upd.str() + " do not fit operand " + x.str() +
+                    " and indices " + idx.str() + " along axis " + std::to_string(axis) +
+                    " (expected " + Type(x.dtype, want).str() + ")");
+  return x;
+}
+
 // ---------------------------------------------------------------------------
 class TakePrim : public Primitive {
  public:
@@ -174,48 +194,66 @@ class TakePrim : public Primitive {
   }
 };
 
+// The result of scatter (Set) or scatter_add: x with each update combined
+// into its position, in index order (row-major over the indices).
+template <bool Set>
+Array scattered(const std::string& op, const std::vector<Array>& ins, const Params& p) {
+  const Array &x = ins[0], &upd = ins[2];
+  const int64_t axis = p.get_int("axis", op);
+  const int64_t n = x.shape()[static_cast<size_t>(axis)];
+  std::vector<int64_t> idx = read_indices(op, ins[1], n, axis);
+  Array out(x.dtype(), x.shape());
+  // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+  const std::pair<int64_t, int64_t> oi = outer_inner(x.shape(), axis);
+  const int64_t outer = oi.first, inner = oi.second;
+  const auto m = static_cast<int64_t>(idx.size());
+  dispatch_dtype(x.dtype(), [&](auto t) {
+    using T = decltype(t);
+    T* dst = out.data<T>();
+    std::copy(x.data<T>(), x.data<T>() + x.size(), dst);
+    const T* u = upd.data<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < m; ++j) {
+        T* d = dst + (o * n + idx[static_cast<size_t>(j)]) * inner;
+        const T* s = u + (o * m + j) * inner;
+        if constexpr (Set)
+          std::copy(s, s + inner, d);
+        else
+          for (int64_t k = 0; k < inner; ++k) d[k] = static_cast<T>(d[k] + s[k]);
+      }
+  });
+  return out;
+}
+
+// vmap of scatter or scatter_add (`prim`): an unbatched operand is broadcast
+// over the batch; batched indices fold the batch into the axis, so each
+// batch writes its own positions in its own index order.
+Value batched_scatter(const Primitive& prim, const std::vector<Batched>& ins, int64_t b,
+                      int64_t axis) {
+  const Batched &x = ins[0], &idx = ins[1], &upd = ins[2];
+  auto apply = [&](const Value& xv, const Value& iv, const Value& uv, int64_t a) {
+    return emit1(prim, {xv, iv, uv}, Params{{"axis", a}});
+  };
+  Value xb = batch_broadcast(x, b), ub = batch_broadcast(upd, b);
+  if (!idx.batched) return apply(xb, idx.value, ub, axis + 1);
+  // Updates [B] + x[:axis] + I + rest become x[:axis] + [B] + I + rest, which is
+  // exactly the gathered shape of the folded operand with indices [B] + I.
+  Folded f = fold_batch(xb, idx.value, axis, b);
+  Value y = apply(f.x, f.indices, move_axis(ub, 0, axis), axis);
+  return unfold_batch(y, axis, b, xb.shape()[static_cast<size_t>(axis + 1)]);
+}
+
 class ScatterAddPrim : public Primitive {
  public:
   ScatterAddPrim() : Primitive("scatter_add") {}
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
-    if (ins.size() != 3)
-      throw TypeError("scatter_add: expected 3 operands (x, indices, updates), got " +
-                      std::to_string(ins.size()));
-    const Type &x = ins[0], &idx = ins[1], &upd = ins[2];
-    check_indices_type(name(), idx);
-    int64_t axis = check_axis(name(), x, p);
+    Type x = scatter_type(name(), ins, p);
     if (x.dtype == DType::bool_)
       throw TypeError("scatter_add: operand " + x.str() + " must be numeric, not bool");
-    Shape want = gathered_shape(x.shape, idx.shape, axis);
-    if (upd.dtype != x.dtype || upd.shape != want)
-      throw TypeError("scatter_add: updates " + upd.str() + " do not fit operand " + x.str() +
-                      " and indices " + idx.str() + " along axis " + std::to_string(axis) +
-                      " (expected " + Type(x.dtype, want).str() + ")");
     return {x};
   }
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
-    const Array &x = ins[0], &upd = ins[2];
-    const int64_t axis = p.get_int("axis", name());
-    const int64_t n = x.shape()[static_cast<size_t>(axis)];
-    std::vector<int64_t> idx = read_indices(name(), ins[1], n, axis);
-    Array out(x.dtype(), x.shape());
-    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
-    const std::pair<int64_t, int64_t> oi = outer_inner(x.shape(), axis);
-    const int64_t outer = oi.first, inner = oi.second;
-    const auto m = static_cast<int64_t>(idx.size());
-    dispatch_dtype(x.dtype(), [&](auto t) {
-      using T = decltype(t);
-      T* dst = out.data<T>();
-      std::copy(x.data<T>(), x.data<T>() + x.size(), dst);
-      const T* u = upd.data<T>();
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t j = 0; j < m; ++j) {
-          T* d = dst + (o * n + idx[static_cast<size_t>(j)]) * inner;
-          const T* s = u + (o * m + j) * inner;
-          for (int64_t k = 0; k < inner; ++k) d[k] = static_cast<T>(d[k] + s[k]);
-        }
-    });
-    return {out};
+    return {scattered<false>(name(), ins, p)};
   }
   MaybeValues jvp(const Values& in, const MaybeValues& t, const Values&,
                   const Params& p) const override {
@@ -231,16 +269,65 @@ class ScatterAddPrim : public Primitive {
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t b,
                             const Params& p) const override {
     const int64_t axis = p.get_int("axis", name());
-    const Batched &x = ins[0], &idx = ins[1], &upd = ins[2];
-    if (!x.batched && !idx.batched && !upd.batched)
-      return {{scatter_add(x.value, idx.value, upd.value, axis), false}};
-    Value xb = batch_broadcast(x, b), ub = batch_broadcast(upd, b);
-    if (!idx.batched) return {{scatter_add(xb, idx.value, ub, axis + 1), true}};
-    // Updates [B] + x[:axis] + I + rest become x[:axis] + [B] + I + rest, which is
-    // exactly the gathered shape of the folded operand with indices [B] + I.
-    Folded f = fold_batch(xb, idx.value, axis, b);
-    Value y = scatter_add(f.x, f.indices, move_axis(ub, 0, axis), axis);
-    return {{unfold_batch(y, axis, b, xb.shape()[static_cast<size_t>(axis + 1)]), true}};
+    if (!ins[0].batched && !ins[1].batched && !ins[2].batched)
+      return {{scatter_add(ins[0].value, ins[1].value, ins[2].value, axis), false}};
+    return {{batched_scatter(*this, ins, b, axis), true}};
+  }
+};
+
+// Which updates of a scatter land: where an index repeats, only the last one
+// in index order. A bool mask of the updates' shape: position j of the
+// indices wins iff it is the last writer at its index, found by scattering
+// the positions themselves.
+Value winning_updates(const Value& indices, int64_t n, int64_t axis, const Shape& updates) {
+  const Shape is = indices.shape();
+  Value order = reshape(arange(num_elements(is), DType::i64), is);
+  Value last_writer = scatter(fill({n}, -1.0, DType::i64), indices, order, 0);
+  Value wins = equal(take(last_writer, indices, 0), order);
+  std::vector<int64_t> dims(is.size());
+  std::iota(dims.begin(), dims.end(), axis);
+  return broadcast_in_dim(wins, updates, dims);
+}
+
+// scatter(x, indices, updates): x.at[indices].set(updates) along `axis`.
+// Repeated indices: the last update in index order wins (deterministically;
+// that update alone gets the gradient).
+class ScatterPrim : public Primitive {
+ public:
+  ScatterPrim() : Primitive("scatter") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
+    return {scatter_type(name(), ins, p)};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    return {scattered<true>(name(), ins, p)};
+  }
+  MaybeValues jvp(const Values& in, const MaybeValues& t, const Values&,
+                  const Params& p) const override {
+    if ((!t[0] && !t[2]) || !is_floating(in[0].dtype())) return {std::nullopt};
+    return {scatter(t[0] ? *t[0] : zeros_like(in[0]), in[1], t[2] ? *t[2] : zeros_like(in[2]),
+                    p.get_int("axis", name()))};
+  }
+  // x's cotangent is ct where nothing was written; the updates' is ct at
+  // their positions, for the updates that landed.
+  MaybeValues vjp(const Values& in, const Values&, const MaybeValues& ct,
+                  const Params& p) const override {
+    if (!ct[0] || !is_floating(in[0].dtype())) return {std::nullopt, std::nullopt, std::nullopt};
+    const int64_t axis = p.get_int("axis", name());
+    Value ct_x = scatter(*ct[0], in[1], zeros_like(in[2]), axis);
+    Value ct_u = take(*ct[0], in[1], axis);
+    if (in[1].size() > 1) {
+      const Shape us = ct_u.shape();
+      Value wins = winning_updates(in[1], in[0].shape()[static_cast<size_t>(axis)], axis, us);
+      ct_u = where(wins, ct_u, zeros_like(ct_u));
+    }
+    return {ct_x, std::nullopt, ct_u};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t b,
+                            const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    if (!ins[0].batched && !ins[1].batched && !ins[2].batched)
+      return {{scatter(ins[0].value, ins[1].value, ins[2].value, axis), false}};
+    return {{batched_scatter(*this, ins, b, axis), true}};
   }
 };
 
@@ -255,11 +342,16 @@ const Primitive& scatter_add() {
   static const ScatterAddPrim p;
   return p;
 }
+const Primitive& scatter() {
+  static const ScatterPrim p;
+  return p;
+}
 }  // namespace prims
 
 DRX_PRIMITIVE_FAMILY(indexing) {
   registry.add(prims::take());
   registry.add(prims::scatter_add());
+  registry.add(prims::scatter());
 }
 
 Value take(const Value& x, const Value& indices, int64_t axis) {
@@ -275,6 +367,20 @@ Value scatter_add(const Value& x, const Value& indices, const Value& updates, in
   int64_t a = normalize_axis(axis, x.ndim(), "scatter_add");
   return emit1(p, {x, indices, updates}, Params{{"axis", a}});
 }
+
+Value scatter(const Value& x, const Value& indices, const Value& updates, int64_t axis) {
+  const Primitive& p = prims::scatter();
+  if (x.ndim() == 0) throw TypeError("scatter: operand " + x.type().str() + " is a scalar");
+  int64_t a = normalize_axis(axis, x.ndim(), "scatter");
+  return emit1(p, {x, indices, updates}, Params{{"axis", a}});
+}
+
+Value IndexedUpdate::get() const { return take(x, indices, axis); }
+Value IndexedUpdate::set(const Value& updates) const { return scatter(x, indices, updates, axis); }
+Value IndexedUpdate::add(const Value& updates) const {
+  return scatter_add(x, indices, updates, axis);
+}
+IndexedUpdate at(const Value& x, const Value& indices, int64_t axis) { return {x, indices, axis}; }
 
 Value one_hot(const Value& labels, int64_t n, DType dtype) {
   if (!is_integer(labels.dtype()))

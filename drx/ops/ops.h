@@ -156,7 +156,43 @@ Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vecto
 Value take(const Value& x, const Value& indices, int64_t axis = 0);
 // The transpose of take: adds `updates` into x at `indices` along `axis`.
 Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis = 0);
+// x with `updates` written at `indices` along `axis` (numpy's x.at[i].set(u));
+// updates have the shape take(x, indices, axis) gives. Where an index repeats,
+// the last update in index order (row-major over the indices) wins, and only
+// it gets a gradient. Indices as take's: -n <= i < n, else a run-time drx::Error.
+Value scatter(const Value& x, const Value& indices, const Value& updates, int64_t axis = 0);
+// x.at[indices] along `axis`: at(x, i).get() is take, .set(u) scatter, .add(u) scatter_add.
+struct IndexedUpdate {
+  Value x, indices;
+  int64_t axis = 0;
+  Value get() const;
+  Value set(const Value& updates) const;
+  Value add(const Value& updates) const;
+};
+IndexedUpdate at(const Value& x, const Value& indices, int64_t axis = 0);
 Value one_hot(const Value& labels, int64_t n, DType dtype = DType::f32);
+
+// ---- sorting, arg reductions, running sums ------------------------------
+// Order as jnp: NaN sorts after every number (last ascending, first
+// descending and in top_k); -0.0 ties with 0.0; sorts are stable, so equal
+// elements keep their order (lower index first) in either direction.
+// Indices are i32. Negative axes count from the end.
+Value sort(const Value& x, int64_t axis = -1, bool descending = false);
+// The positions that sort x along `axis`: sort(x) is x gathered at them along the axis.
+Value argsort(const Value& x, int64_t axis = -1, bool descending = false);
+// The k largest elements along the last axis, largest first (as jax.lax.top_k);
+// ties give the lower index first. Requires 0 <= k <= x.shape[-1].
+struct TopK {
+  Value values;   // x.shape[:-1] + [k], x's dtype
+  Value indices;  // the same shape, i32 positions along the last axis
+};
+TopK top_k(const Value& x, int64_t k);
+// The first position of the largest (smallest) element along `axis`, as i32;
+// the first NaN's if there is one (as jnp). The axis must not be empty.
+Value argmax(const Value& x, int64_t axis, bool keepdims = false);
+Value argmin(const Value& x, int64_t axis, bool keepdims = false);
+// Running sums along `axis` (from its end when `reverse`); the last equals sum over the axis.
+Value cumsum(const Value& x, int64_t axis, bool reverse = false);
 
 // ---- ML helpers --------------------------------------------------------
 Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);

@@ -26,6 +26,13 @@ const Primitive& slice();
 // indexing
 const Primitive& take();
 const Primitive& scatter_add();
+const Primitive& scatter();
+// sorting, arg reductions, running sums
+const Primitive& sort();
+const Primitive& top_k();
+const Primitive& argmax();
+const Primitive& argmin();
+const Primitive& cumsum();
 // constants
 const Primitive& constant();
 const Primitive& iota();

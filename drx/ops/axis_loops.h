@@ -1,0 +1,93 @@
+#pragma once
+// Loops along one axis of a row-major array, shared by the reference
+// semantics (Primitive::eval of argmax, argmin, cumsum) and the compiled
+// kernels (drx/exec/kernels_axis.cpp), so that both compute the same bits
+// from one definition.
+//
+// An array of shape s seen along `axis` is [outer, n, inner] with
+// outer = prod(s[:axis]), n = s[axis], inner = prod(s[axis+1:]).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "drx/array/dtype.h"
+
+namespace drx::axis_loops {
+
+struct AxisLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+inline AxisLayout layout_along(const Shape& s, int64_t axis) {
+  AxisLayout l;
+  for (int64_t d = 0; d < axis; ++d) l.outer *= s[static_cast<size_t>(d)];
+  l.n = s[static_cast<size_t>(axis)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) l.inner *= s[d];
+  return l;
+}
+
+template <class T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+// The ascending order every sort uses (as jnp): `<`, except that NaN comes
+// after every number and ties with every NaN. -0.0 and 0.0 tie.
+template <class T>
+bool before_ascending(T a, T b) {
+  if (is_nan(a)) return false;
+  if (is_nan(b)) return true;
+  return a < b;
+}
+
+// argmax (Max) or argmin along the axis: the first position of the largest
+// (smallest) element; the first NaN if there is one (NaN propagates, as in
+// jnp). n must be positive (the primitives reject empty axes).
+template <bool Max, class T>
+void arg_reduce(const T* x, const AxisLayout& l, int32_t* out) {
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const T* row = x + o * l.n * l.inner + i;
+      T best = row[0];
+      int64_t at = 0;
+      for (int64_t j = 1; j < l.n && !is_nan(best); ++j) {
+        const T v = row[j * l.inner];
+        // Strict comparisons keep the first of equal elements.
+        if (is_nan(v) || (Max ? best < v : v < best)) {
+          best = v;
+          at = j;
+        }
+      }
+      out[o * l.inner + i] = static_cast<int32_t>(at);
+    }
+}
+
+// Running sums along the axis (from its end when `reverse`). They accumulate
+// in double (floats) and round once per element, as the sum reduction does,
+// so the last running sum equals sum() over the axis; integers wrap around
+// (accumulated in uint64, where overflow is defined).
+// out may be x itself: each element is read before its position is written.
+template <class T>
+void cumsum(const T* x, const AxisLayout& l, bool reverse, T* out) {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+  std::vector<Acc> acc(static_cast<size_t>(l.inner));
+  for (int64_t o = 0; o < l.outer; ++o) {
+    std::fill(acc.begin(), acc.end(), Acc{0});
+    for (int64_t step = 0; step < l.n; ++step) {
+      const int64_t j = reverse ? l.n - 1 - step : step;
+      const int64_t base = (o * l.n + j) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i) {
+        Acc& a = acc[static_cast<size_t>(i)];
+        a += static_cast<Acc>(x[base + i]);
+        out[base + i] = static_cast<T>(a);
+      }
+    }
+  }
+}
+
+}  // namespace drx::axis_loops
