@@ -23,7 +23,8 @@ struct NpyHeader {
 // Parses the header text (the bytes between the length field and the data).
 // Accepts what Python's literal syntax allows for this dict: either quote
 // style, any whitespace, keys in any order, trailing commas, Python 2 long
-// integers (3L). Throws drx::Error starting with "header " and saying what is
+// integers (3L); a descr with no byte-order character, or with '=' or '|', is
+// in the machine's own order. Throws drx::Error starting with "header " and saying what is
 // wrong: not a dict, a missing, repeated or unknown key, a value of the wrong
 // kind, an unknown or unsupported descr (object arrays, structured dtypes), a
 // negative dimension. The caller adds the file's name.
