@@ -243,7 +243,7 @@ std::vector<Malformed> malformed_files() {
       {dict("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,)}"),
        "does not fit in 64 bits"},
       {dict("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}"),
-       "shape [4294967296,4294967296] has more elements than fit in memory"},
+       "shape [4294967296,4294967296] is too large: its size in bytes overflows 64 bits"},
       {dict("{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}", std::string(8, '\0')),
        "truncated data: shape [3] of '<f4' needs 12 data bytes, but the file has only 8 after the "
        "header"},

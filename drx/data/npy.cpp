@@ -198,11 +198,15 @@ Array decode(ByteSource& src, const Reader& reader) {
   }
 
   const uint64_t item = dtype_size(h.dtype);
+  // Checked dimension by dimension, so no partial product (which strides would
+  // also compute) overflows, even in a shape that holds a 0 further on.
   uint64_t count = 1;
   for (int64_t d : h.shape) {
     if (d != 0 && count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) /
                               static_cast<uint64_t>(d) / item)
-      reader.fail("shape " + shape_str(h.shape) + " has more elements than fit in memory");
+      reader.fail("shape " + shape_str(h.shape) +
+                  " is too large: its size in bytes overflows "
+                  "64 bits");
     count *= static_cast<uint64_t>(d);
   }
   const uint64_t need = count * item;
