@@ -15,6 +15,7 @@ PACKAGES=(
   zlib1g-dev            # reading .gz datasets
   clang-format          # style check of the sources
   python3
+  python3-numpy         # tests/npy_test.cpp checks .npy files against NumPy itself
   dataset-fashion-mnist # the real dataset for the federated benchmark
   clang-14              # scripts/fuzz.sh: libFuzzer targets in fuzz/
   libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)

@@ -13,6 +13,7 @@
 
 #include "drx/drx.h"
 #include "tests/cli_util.h"
+#include "tests/test_util.h"
 
 namespace {
 
@@ -123,6 +124,122 @@ TEST(Cli, RunRejectsBadArguments) {
     EXPECT_EQ(r.code, 2) << c.message;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
+}
+
+// A scratch file path for this test, removed when the test ends.
+class ScratchPath {
+ public:
+  explicit ScratchPath(const std::string& suffix) {
+    path_ = ::testing::TempDir() + "drx_cli_test_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" + suffix;
+    std::remove(path_.c_str());
+  }
+  ~ScratchPath() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Cli, RunReadsAndWritesNpyFiles) {
+  ProgramFile file(affine_program_text());
+  ScratchPath x("x.npy"), y("y.npy"), r("r.npy");
+  drx::save_npy(x.path(), drx::Array::from_vector<float>({1, 2, 3}, {3}));
+  drx::save_npy(y.path(), drx::Array::from_vector<float>({-1, 0, 0.5f}, {3}));
+  CliResult res =
+      cli({"run", file.path(), "--arg", x.path(), "--arg=" + y.path(), "--out", r.path()});
+  ASSERT_EQ(res.code, 0) << res.err;
+  EXPECT_EQ(res.out, "") << "outputs written to files are not printed";
+  drx::Array got = drx::load_npy(r.path());
+  EXPECT_EQ(got.dtype(), drx::f32);
+  EXPECT_EQ(got.to_vector<float>(), (std::vector<float>{0, 1, 2.5f}));
+  // Files and value lists mix; --out= also works; --interpret gives the same here.
+  res = cli(
+      {"run", file.path(), "--arg", x.path(), "--arg", "2", "--out=" + r.path(), "--interpret"});
+  ASSERT_EQ(res.code, 0) << res.err;
+  EXPECT_EQ(drx::load_npy(r.path()).to_vector<float>(), (std::vector<float>{3, 5, 7}));
+}
+
+// sum(tanh(x @ w)) and x @ w + 1, two outputs, over dot_general, a fused
+// elementwise chain and a reduction: the tool runs it as jit does, bit for bit.
+TEST(Cli, RunIsCompiledByDefaultAndBitwiseEqualToJit) {
+  auto f = [](drx::Value x, drx::Value w) {
+    drx::Value h = drx::matmul(x, w);
+    return std::vector<drx::Value>{drx::sum(drx::tanh(h) * 0.7), h + 1.0};
+  };
+  drx::Array x = drx::testing::random_array({16, 33}, drx::f32, 1);
+  drx::Array w = drx::testing::random_array({33, 24}, drx::f32, 2);
+  ProgramFile file(drx::to_string(drx::trace(f, x, w)));
+  ScratchPath xf("x.npy"), wf("w.npy"), o1("o1.npy"), o2("o2.npy");
+  drx::save_npy(xf.path(), x);
+  drx::save_npy(wf.path(), w);
+  CliResult res = cli({"run", file.path(), "--arg", xf.path(), "--arg", wf.path(), "--out",
+                       o1.path(), "--out", o2.path()});
+  ASSERT_EQ(res.code, 0) << res.err;
+  std::vector<drx::Array> want = drx::jit(f)(x, w);
+  ASSERT_EQ(want.size(), 2u);
+  EXPECT_EQ(file_bytes(o1.path()), drx::encode_npy(want[0]));
+  EXPECT_EQ(file_bytes(o2.path()), drx::encode_npy(want[1]));
+
+  // The reference interpreter agrees up to dot_general's rounding.
+  res = cli({"run", file.path(), "--arg", xf.path(), "--arg", wf.path(), "--out", o1.path(),
+             "--out", o2.path(), "--interpret"});
+  ASSERT_EQ(res.code, 0) << res.err;
+  EXPECT_LE(drx::testing::max_abs_diff({drx::load_npy(o1.path()), drx::load_npy(o2.path())}, want),
+            1e-4);
+}
+
+TEST(Cli, RunNpyErrors) {
+  ProgramFile file(affine_program_text());
+  ScratchPath x("x.npy"), wrong("wrong.npy"), r("r.npy");
+  drx::save_npy(x.path(), drx::Array::from_vector<float>({1, 2, 3}, {3}));
+  drx::save_npy(wrong.path(), drx::Array::from_vector<double>({1, 2, 3, 4}, {2, 2}));
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", file.path(), "--arg", x.path(), "--arg", "1", "--out", "r.txt"},
+       2,
+       "--out 'r.txt' must name a .npy file"},
+      {{"run", file.path(), "--arg", x.path(), "--arg", "1", "--out", r.path(), "--out", r.path()},
+       2,
+       "is given twice"},
+      {{"run", file.path(), "--arg", x.path(), "--arg", "1", "--out", r.path(), "--out",
+        r.path() + ".2.npy"},
+       2,
+       "has 1 outputs (f32[3]), got 2 --out (give none, or one per output)"},
+      {{"run", file.path(), "--out"}, 2, "--out needs a value"},
+      {{"run", file.path(), "--arg", "/nonexistent/x.npy", "--arg", "1"},
+       1,
+       "load_npy: '/nonexistent/x.npy': cannot open"},
+      {{"run", file.path(), "--arg", x.path(), "--arg", wrong.path()},
+       1,
+       "run: --arg 2 (f32[3]): '" + wrong.path() + "' holds f64[2,2], expected f32[3]"},
+      {{"run", file.path(), "--arg", x.path(), "--arg", "1", "--out", "/nonexistent/r.npy"},
+       1,
+       "save_npy: cannot write '/nonexistent/r.npy'"},
+  };
+  for (const Case& c : cases) {
+    CliResult res = cli(c.args);
+    EXPECT_EQ(res.code, c.code) << c.message << "\n" << res.err;
+    EXPECT_NE(res.err.find(c.message), std::string::npos) << res.err;
+  }
+}
+
+TEST(Cli, RunHelpDescribesNpyAndTheExecutor) {
+  CliResult r = cli({"help", "run"});
+  ASSERT_EQ(r.code, 0);
+  for (const char* part : {"--arg X.npy", "--out Y.npy", "--interpret", "bitwise as drx::jit"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
 }
 
 TEST(Cli, MissingFileIsAnError) {

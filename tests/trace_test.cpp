@@ -81,5 +81,55 @@ TEST(Trace, ArityErrorsForValueArguments) {
   }
 }
 
+// ---- trace(f, examples...): types from example arrays, as jax.make_jaxpr ----
+
+TEST(TraceExamples, ArraysGiveTheInputTypes) {
+  auto f = [](Value x, Value w) { return sum(tanh(matmul(x, w))); };
+  Array x = f32_array({1, 2, 3, 4, 5, 6}, {2, 3});
+  Array w = full({3, 2}, 0.1);
+  Program by_example = trace(f, x, w);
+  Program by_type = trace(f, {Type(f32, {2, 3}), Type(f32, {3, 2})});
+  EXPECT_EQ(to_string(by_example), to_string(by_type));
+  EXPECT_EQ(by_example.name, "main");
+  // Only the types count: other values give the same program, and it runs as jit does.
+  EXPECT_EQ(to_string(trace(f, zeros({2, 3}), ones({3, 2}))), to_string(by_type));
+  EXPECT_TRUE(run(by_example, {x, w})[0].bitwise_equal(jit(f)(x, w)));
+  // Integer and bool examples, and a function of no arguments.
+  Program mixed =
+      trace([](Value i, Value b) { return where(b, i, i + i); },
+            Array::from_vector<int32_t>({1, 2}, {2}), Array::from_vector<bool>({true, false}, {2}));
+  EXPECT_EQ(mixed.input_types(), (std::vector<Type>{Type(i32, {2}), Type(bool_, {2})}));
+  EXPECT_TRUE(trace([] { return std::vector<Value>{}; }).inputs.empty());
+}
+
+TEST(TraceExamples, TreesGiveOneInputPerLeafInLeafOrder) {
+  Tree params = Tree::dict({{"w", Tree(zeros({3, 2}))}, {"b", Tree(zeros({2}))}});
+  auto f = [](Tree p, Value x) { return sum(matmul(x, p["w"].value())) + sum(p["b"].value()); };
+  Program p = trace(f, params, zeros({4, 3}));
+  // Dict leaves in key order (b, then w), then x.
+  EXPECT_EQ(p.input_types(),
+            (std::vector<Type>{Type(f32, {2}), Type(f32, {3, 2}), Type(f32, {4, 3})}));
+  Array x = f32_array({1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1}, {4, 3});
+  Array w = f32_array({1, 2, 3, 4, 5, 6}, {3, 2});
+  Array b = f32_array({0.5f, 0.25f}, {2});
+  // sum(x @ w) = 3 + 7 + 11 + 21 = 42, sum(b) = 0.75.
+  EXPECT_TRUE(ArrayNear(run(p, {b, w, x})[0], {42.75}));
+
+  // A list of arrays for a std::vector<Value> argument, and the grad of a tree function.
+  Program lst = trace([](std::vector<Value> xs) { return xs[0] + xs[1]; },
+                      std::vector<Array>{zeros({2}), ones({2})});
+  EXPECT_EQ(lst.input_types(), (std::vector<Type>{Type(f32, {2}), Type(f32, {2})}));
+  auto loss = [](Tree p, Value x) { return sum(matmul(x, p["w"].value()) * 2.0); };
+  Program g = trace(grad(loss), Tree::dict({{"w", Tree(zeros({3, 2}))}}), zeros({4, 3}));
+  EXPECT_EQ(g.output_types(), (std::vector<Type>{Type(f32, {3, 2})}));
+}
+
+TEST(TraceExamples, AnExampleOfTheWrongStructureIsADrxError) {
+  auto f = [](Value x) { return x * 2.0; };
+  EXPECT_THROW(trace(f, Tree::list({Tree(zeros({2})), Tree(zeros({2}))})), Error);
+  auto g = [](Tree p) { return p["w"].value(); };
+  EXPECT_THROW(trace(g, Tree::dict({{"v", Tree(zeros({2}))}})), Error);
+}
+
 }  // namespace
 }  // namespace drx::testing

@@ -12,7 +12,7 @@
 
 namespace drx::tool {
 
-const std::vector<Command> &commands() {
+const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
       {"demo", "", "trace a small function, print its IR, run it with jit",
        "Traces f(x, w) = sum(tanh(matmul(x, w))) on f32[2,3] and f32[3,2], "
@@ -20,90 +20,92 @@ const std::vector<Command> &commands() {
        "program, then runs it compiled on built-in arrays and prints the "
        "result.\n",
        demo_command},
-      {"run", "FILE [--arg VALUES]... [--print]", "run a program saved as text",
-       "Parses and verifies the program in FILE ('-' reads standard input), "
-       "runs it on\n"
-       "one --arg per input and prints each output. VALUES is a "
-       "comma-separated list\n"
-       "filling the input's shape in row-major order, or one number for every "
-       "element:\n"
+      {"run", "FILE [--arg VALUES|X.npy]... [--out Y.npy]... [--interpret] [--print]",
+       "run a program saved as text",
+       "Parses and verifies the program in FILE ('-' reads standard input), runs it on\n"
+       "one --arg per input and prints each output.\n"
+       "\n"
+       "  --arg VALUES  a comma-separated list filling the input's shape in row-major\n"
+       "                order, or one number for every element\n"
+       "  --arg X.npy   a value ending in .npy is a NumPy file; it must hold exactly\n"
+       "                the input's dtype and shape\n"
+       "  --out Y.npy   write the outputs to NumPy files instead of printing them:\n"
+       "                one --out per output, in order\n"
+       "  --interpret   run on the reference interpreter; by default the program runs\n"
+       "                compiled, bitwise as drx::jit runs it (the two can differ in\n"
+       "                the last bits of dot_general, whose BLAS sums reassociate)\n"
+       "  --print       print the program first\n"
+       "\n"
        "  drx run prog.drx --arg 1,2,3,4 --arg 0.5\n"
-       "--print also prints the program first.\n",
+       "  drx run prog.drx --arg x.npy --arg w.npy --out y.npy\n",
        run_command},
-      {"check", "FILE",
-       "parse and verify a program, print it in canonical form",
+      {"check", "FILE", "parse and verify a program, print it in canonical form",
        "Parses the program in FILE ('-' reads standard input), checks its "
        "types and\n"
        "SSA form, and prints it back; exit code 1 with the reason if it is "
        "invalid.\n",
        check_command},
-      {"fedavg", fedavg::usage_text(), fedavg::summary_text(),
-       fedavg::details_text(), fedavg_command},
+      {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
+       fedavg_command},
   };
   return all;
 }
 
 namespace {
 
-const Command *find_command(const std::string &name) {
-  for (const Command &c : commands())
-    if (name == c.name)
-      return &c;
+const Command* find_command(const std::string& name) {
+  for (const Command& c : commands())
+    if (name == c.name) return &c;
   return nullptr;
 }
 
-void print_overview(std::ostream &os) {
+void print_overview(std::ostream& os) {
   os << "usage: drx COMMAND [ARGS...]\n\n"
         "drx: differentiable MapReduce programs in C++ (version " DRX_VERSION
         ").\n\n"
         "commands:\n";
-  for (const Command &c : commands()) {
+  for (const Command& c : commands()) {
     std::string name = c.name;
-    os << "  " << name
-       << std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') << c.summary
+    os << "  " << name << std::string(name.size() < 8 ? 8 - name.size() : 1, ' ') << c.summary
        << "\n";
   }
   os << "  help    show this help, or `drx help COMMAND` for one command\n"
         "\nexit codes: 0 success, 1 error while running, 2 bad command line\n";
 }
 
-void print_command_help(const Command &c, std::ostream &os) {
+void print_command_help(const Command& c, std::ostream& os) {
   os << "usage: drx " << c.name << (*c.usage ? " " : "") << c.usage << "\n\n"
      << c.summary << ".\n\n"
      << c.details;
 }
 
-int help(const std::vector<std::string> &args, std::ostream &out) {
+int help(const std::vector<std::string>& args, std::ostream& out) {
   if (args.empty()) {
     print_overview(out);
     return kExitOk;
   }
-  if (args.size() > 1)
-    throw UsageError("help: expects at most one COMMAND");
-  const Command *c = find_command(args[0]);
-  if (!c)
-    throw UsageError("help: unknown command '" + args[0] + "'");
+  if (args.size() > 1) throw UsageError("help: expects at most one COMMAND");
+  const Command* c = find_command(args[0]);
+  if (!c) throw UsageError("help: unknown command '" + args[0] + "'");
   print_command_help(*c, out);
   return kExitOk;
 }
 
-bool is_help_flag(const std::string &a) { return a == "--help" || a == "-h"; }
+bool is_help_flag(const std::string& a) { return a == "--help" || a == "-h"; }
 
-int dispatch(const std::vector<std::string> &args, std::ostream &out,
-             std::ostream &err) {
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   if (args.empty()) {
     print_overview(err);
     return kExitUsage;
   }
-  const std::string &name = args[0];
+  const std::string& name = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (name == "help" || is_help_flag(name))
-    return help(rest, out);
+  if (name == "help" || is_help_flag(name)) return help(rest, out);
   if (name == "--version") {
     out << "drx " DRX_VERSION "\n";
     return kExitOk;
   }
-  const Command *c = find_command(name);
+  const Command* c = find_command(name);
   if (!c) {
     err << "drx: unknown command '" << name << "'\n"
         << "Run 'drx help' for the list of commands.\n";
@@ -116,19 +118,18 @@ int dispatch(const std::vector<std::string> &args, std::ostream &out,
   return c->run(rest, out);
 }
 
-} // namespace
+}  // namespace
 
-int main(const std::vector<std::string> &args, std::ostream &out,
-         std::ostream &err) {
+int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
     return dispatch(args, out, err);
-  } catch (const UsageError &e) {
+  } catch (const UsageError& e) {
     err << "drx: " << e.what() << "\nRun 'drx help' for usage.\n";
     return kExitUsage;
-  } catch (const Error &e) {
+  } catch (const Error& e) {
     err << "drx: error: " << e.what() << "\n";
     return kExitError;
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     // Not a drx::Error: a bug in drx rather than in the input; still never
     // crash.
     err << "drx: internal error: " << e.what() << "\n";
@@ -136,4 +137,4 @@ int main(const std::vector<std::string> &args, std::ostream &out,
   }
 }
 
-} // namespace drx::tool
+}  // namespace drx::tool

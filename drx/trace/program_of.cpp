@@ -36,6 +36,17 @@ Program trace_with_list_tail(const TreeFn& fn, size_t fixed, const std::vector<T
   p.name = name;
   return p;
 }
+
+Program trace_examples(const TreeFn& fn, const std::vector<Tree>& examples,
+                       const std::string& name) {
+  TraceScope scope;
+  std::vector<Tree> inputs;
+  for (const Type& t : leaf_types(examples)) inputs.emplace_back(scope.add_input(t));
+  Tree args = tree_unflatten(Tree::list(examples), inputs);
+  Program p = scope.finish(leaf_values(fn(args.children())));
+  p.name = name;
+  return p;
+}
 }  // namespace detail
 
 }  // namespace drx

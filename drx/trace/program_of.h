@@ -1,5 +1,6 @@
 #pragma once
 // drx::trace: a C++ function on Values (or Trees) as a Program.
+#include <concepts>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -19,6 +20,9 @@ namespace detail {
 // Like trace(fn, ...), but the types from `fixed` on form one list argument.
 Program trace_with_list_tail(const TreeFn& fn, size_t fixed, const std::vector<Type>& in_types,
                              const std::string& name);
+// Like trace(fn, examples...) below, for the type-erased function.
+Program trace_examples(const TreeFn& fn, const std::vector<Tree>& examples,
+                       const std::string& name);
 template <class... A>
 constexpr bool last_is_value_list(const std::tuple<A...>*) {
   if constexpr (sizeof...(A) == 0)
@@ -36,6 +40,28 @@ Program trace(F f, const std::vector<Type>& in_types, const std::string& name = 
                                         name);
   else
     return trace(erase(std::move(f)), in_types, name);
+}
+
+// What drx::trace accepts as an example argument: an Array, a Tree (of Arrays,
+// or of Values inside another trace) or a list of Arrays.
+template <class T>
+concept TraceExample =
+    std::same_as<T, Array> || std::same_as<T, Tree> || std::same_as<T, std::vector<Array>>;
+
+// Traces f on inputs typed like the examples, as jax.make_jaxpr(f)(*examples):
+// one example per argument of f; an Array gives its dtype and shape, a Tree or
+// list gives an argument of that structure with one program input per leaf (in
+// tree_leaves order). Only the examples' types are used, never their values.
+//   drx::Program p = drx::trace(loss, params_tree, x_batch, y_batch);
+template <class F, TraceExample... E>
+Program trace(F f, const E&... examples) {
+  if constexpr (std::same_as<std::decay_t<F>, TreeFn>) {
+    return detail::trace_examples(f, {to_tree(examples)...}, "main");
+  } else {
+    static_assert(sizeof...(E) == std::tuple_size_v<typename Signature<F>::args>,
+                  "drx::trace(f, examples...): give one example per argument of f");
+    return detail::trace_examples(erase(std::move(f)), {to_tree(examples)...}, "main");
+  }
 }
 
 }  // namespace drx

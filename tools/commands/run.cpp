@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -14,30 +15,31 @@
 namespace drx::tool {
 namespace {
 
-std::string read_text(const std::string &path, const char *cmd) {
+std::string read_text(const std::string& path, const char* cmd) {
   std::stringstream ss;
   if (path == "-") {
     ss << std::cin.rdbuf();
     return ss.str();
   }
   std::ifstream in(path);
-  if (!in)
-    throw Error(std::string(cmd) + ": cannot open program file '" + path + "'");
+  if (!in) throw Error(std::string(cmd) + ": cannot open program file '" + path + "'");
   ss << in.rdbuf();
-  if (in.bad())
-    throw Error(std::string(cmd) + ": cannot read program file '" + path + "'");
+  if (in.bad()) throw Error(std::string(cmd) + ": cannot read program file '" + path + "'");
   return ss.str();
 }
 
-Program load(const std::string &path, const char *cmd) {
+Program load(const std::string& path, const char* cmd) {
   Program p = parse_program(read_text(path, cmd));
   verify(p);
   return p;
 }
 
-double parse_number(const std::string &s, const std::string &what) {
-  const char *begin = s.c_str();
-  char *end = nullptr;
+// The rule for --arg and --out: a value ending in ".npy" names a NumPy file.
+bool names_npy_file(const std::string& value) { return value.ends_with(".npy"); }
+
+double parse_number(const std::string& s, const std::string& what) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
   errno = 0;
   double v = std::strtod(begin, &end);
   if (s.empty() || end != begin + s.size() || errno == ERANGE)
@@ -47,83 +49,138 @@ double parse_number(const std::string &s, const std::string &what) {
 
 // "1,2,3" fills the input's shape in row-major order; a single number fills all
 // of it.
-Array parse_arg(const std::string &text, const Type &type, size_t index) {
-  const std::string what =
-      "run: --arg " + std::to_string(index + 1) + " (" + type.str() + ")";
+Array parse_values(const std::string& text, const Type& type, const std::string& what) {
   std::vector<double> values;
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
     values.push_back(parse_number(text.substr(start, comma - start), what));
-    if (comma == std::string::npos)
-      break;
+    if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  if (values.size() == 1)
-    return full(type.shape, values[0], type.dtype);
+  if (values.size() == 1) return full(type.shape, values[0], type.dtype);
   if (static_cast<int64_t>(values.size()) != type.size())
-    throw UsageError(what + ": " + std::to_string(values.size()) +
-                     " values given, expected 1 or " +
+    throw UsageError(what + ": " + std::to_string(values.size()) + " values given, expected 1 or " +
                      std::to_string(type.size()));
-  return convert_array(Array::from_vector<double>(values, type.shape),
-                       type.dtype);
+  return convert_array(Array::from_vector<double>(values, type.shape), type.dtype);
 }
 
-} // namespace
+// A .npy file must hold exactly the input's dtype and shape: converting
+// silently could hide a file meant for another input.
+Array load_input(const std::string& path, const Type& type, const std::string& what) {
+  Array a = load_npy(path);
+  if (a.dtype() != type.dtype || a.shape() != type.shape)
+    throw Error(what + ": '" + path + "' holds " + std::string(dtype_name(a.dtype())) +
+                shape_str(a.shape()) + ", expected " + std::string(dtype_name(type.dtype)) +
+                shape_str(type.shape));
+  return a;
+}
 
-int run_command(const Args &args, std::ostream &out) {
+Array parse_input(const std::string& text, const Type& type, size_t index) {
+  const std::string what = "run: --arg " + std::to_string(index + 1) + " (" + type.str() + ")";
+  return names_npy_file(text) ? load_input(text, type, what) : parse_values(text, type, what);
+}
+
+// What jit does with a traced program, so the results are bitwise those of
+// drx::jit on the function the program was traced from.
+std::vector<Array> run_compiled(const Program& p, const std::vector<Array>& inputs) {
+  return compile(simplify(p), current_mesh()).run(inputs);
+}
+
+std::string types_list(const std::vector<Type>& types) {
+  std::string out;
+  for (const Type& t : types) out += (out.empty() ? "" : ", ") + t.str();
+  return out;
+}
+
+struct RunFlags {
   std::optional<std::string> file;
-  std::vector<std::string> arg_texts;
+  std::vector<std::string> args;  // one per program input
+  std::vector<std::string> outs;  // none, or one .npy path per program output
   bool print = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &a = args[i];
-    if (a == "--arg") {
+  bool interpret = false;
+};
+
+RunFlags parse_run_flags(const Args& args) {
+  RunFlags flags;
+  // "--name VALUE" or "--name=VALUE"; returns whether args[i] was that flag.
+  auto value_flag = [&](size_t& i, const std::string& name, const char* example,
+                        std::vector<std::string>& into) {
+    const std::string& a = args[i];
+    if (a == name) {
       if (i + 1 == args.size())
-        throw UsageError("run: --arg needs a value, e.g. --arg 1,2,3");
-      arg_texts.push_back(args[++i]);
-    } else if (a.starts_with("--arg=")) {
-      arg_texts.push_back(a.substr(6));
-    } else if (a == "--print") {
-      print = true;
+        throw UsageError("run: " + name + " needs a value, e.g. " + example);
+      into.push_back(args[++i]);
+      return true;
+    }
+    if (a.starts_with(name + "=")) {
+      into.push_back(a.substr(name.size() + 1));
+      return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (value_flag(i, "--arg", "--arg 1,2,3 or --arg x.npy", flags.args) ||
+        value_flag(i, "--out", "--out result.npy", flags.outs))
+      continue;
+    if (a == "--print") {
+      flags.print = true;
+    } else if (a == "--interpret") {
+      flags.interpret = true;
     } else if (a.starts_with("-") && a != "-") {
       throw UsageError("run: unknown flag '" + a + "'");
-    } else if (file) {
-      throw UsageError("run: one program file expected, got '" + *file +
-                       "' and '" + a + "'");
+    } else if (flags.file) {
+      throw UsageError("run: one program file expected, got '" + *flags.file + "' and '" + a + "'");
     } else {
-      file = a;
+      flags.file = a;
     }
   }
-  if (!file)
-    throw UsageError("run: missing the program FILE");
-
-  Program p = load(*file, "run");
-  std::vector<Type> types = p.input_types();
-  if (arg_texts.size() != types.size()) {
-    std::string expected;
-    for (const Type &t : types)
-      expected += (expected.empty() ? "" : ", ") + t.str();
-    throw UsageError("run: program @" + p.name + " takes " +
-                     std::to_string(types.size()) + " inputs (" + expected +
-                     "), got " + std::to_string(arg_texts.size()) + " --arg");
+  if (!flags.file) throw UsageError("run: missing the program FILE");
+  std::set<std::string> seen;
+  for (const std::string& out : flags.outs) {
+    if (!names_npy_file(out))
+      throw UsageError("run: --out '" + out + "' must name a .npy file (ending in .npy)");
+    if (!seen.insert(out).second)
+      throw UsageError("run: --out '" + out + "' is given twice; each output needs its own file");
   }
-  std::vector<Array> inputs;
-  for (size_t i = 0; i < types.size(); ++i)
-    inputs.push_back(parse_arg(arg_texts[i], types[i], i));
+  return flags;
+}
 
-  if (print)
-    out << to_string(p);
-  std::vector<Array> outputs = drx::run(p, inputs);
-  for (const Array &a : outputs)
-    out << a.str() << "\n";
+}  // namespace
+
+int run_command(const Args& args, std::ostream& out) {
+  const RunFlags flags = parse_run_flags(args);
+  Program p = load(*flags.file, "run");
+  const std::vector<Type> in_types = p.input_types();
+  if (flags.args.size() != in_types.size())
+    throw UsageError("run: program @" + p.name + " takes " + std::to_string(in_types.size()) +
+                     " inputs (" + types_list(in_types) + "), got " +
+                     std::to_string(flags.args.size()) + " --arg");
+  const size_t n_outputs = p.outputs.size();
+  if (!flags.outs.empty() && flags.outs.size() != n_outputs)
+    throw UsageError("run: program @" + p.name + " has " + std::to_string(n_outputs) +
+                     " outputs (" + types_list(p.output_types()) + "), got " +
+                     std::to_string(flags.outs.size()) + " --out (give none, or one per output)");
+  std::vector<Array> inputs;
+  for (size_t i = 0; i < in_types.size(); ++i)
+    inputs.push_back(parse_input(flags.args[i], in_types[i], i));
+
+  if (flags.print) out << to_string(p);
+  std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
+  if (flags.outs.empty()) {
+    for (const Array& a : outputs) out << a.str() << "\n";
+  } else {
+    for (size_t k = 0; k < outputs.size(); ++k) save_npy(flags.outs[k], outputs[k]);
+  }
   return 0;
 }
 
-int check_command(const Args &args, std::ostream &out) {
+int check_command(const Args& args, std::ostream& out) {
   if (args.size() != 1 || (args[0].starts_with("-") && args[0] != "-"))
     throw UsageError("check: expects exactly one program FILE");
   out << to_string(load(args[0], "check"));
   return 0;
 }
 
-} // namespace drx::tool
+}  // namespace drx::tool

@@ -33,6 +33,15 @@ int main() {
                    want);
       return 1;
     }
+    // Newer parts of the API through the installed headers: trace by example, .npy bytes.
+    if (drx::to_string(drx::trace(f, x, w)) != text) {
+      std::cerr << "install app: trace by example differs from trace by types\n";
+      return 1;
+    }
+    if (!drx::decode_npy(drx::encode_npy(y)).bitwise_equal(y)) {
+      std::cerr << "install app: a .npy round trip changed the result\n";
+      return 1;
+    }
     std::cout << "install app: OK\n";
     return 0;
   } catch (const drx::Error& e) {
