@@ -20,8 +20,6 @@
 namespace drx::testing {
 namespace {
 
-const std::vector<DType> kAllDTypes = {DType::f32, DType::f64, DType::i32, DType::i64,
-                                       DType::bool_};
 const std::vector<Shape> kShapes = {{}, {0}, {1}, {5}, {2, 3}, {2, 0, 4}, {3, 1, 2, 2}};
 
 // Arbitrary bit patterns (NaN payloads, denormals and extreme integers
@@ -58,6 +56,10 @@ std::string npy_descr_of(DType d) {
       return "<i8";
     case DType::bool_:
       return "|b1";
+    case DType::u32:
+      return "<u4";
+    case DType::u8:
+      return "|u1";
   }
   return "?";
 }

@@ -16,7 +16,8 @@ struct NpyType {
   char kind;
 };
 constexpr NpyType kNpyTypes[] = {
-    {DType::f32, 'f'}, {DType::f64, 'f'}, {DType::i32, 'i'}, {DType::i64, 'i'}, {DType::bool_, 'b'},
+    {DType::f32, 'f'},   {DType::f64, 'f'}, {DType::i32, 'i'}, {DType::i64, 'i'},
+    {DType::bool_, 'b'}, {DType::u32, 'u'}, {DType::u8, 'u'},
 };
 
 std::string descr_of(const NpyType& t, std::endian order) {
