@@ -17,6 +17,7 @@
 #include "drx/trace/function.h"
 #include "drx/trace/program_of.h"
 #include "drx/trace/tree.h"
+#include "drx/trace/tree_math.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
