@@ -753,6 +753,16 @@ TEST(OptimTransforms, UserErrorsNameTheOperationAndTheValues) {
                {"scale_by_schedule", "i32[]", "floating-point scalar"});
   // apply_updates with mismatched trees.
   expect_error([&] { opt::apply_updates(p, other); }, {"apply_updates", "{b:*}", "{b:*,w:*}"});
+  // The federated round checks its optimizers when it is built, naming which one is wrong.
+  opt::RoundSpec spec;
+  spec.server.lr = -1;
+  expect_error(
+      [&] { opt::fedavg_round(spec); },
+      {"fedavg_round", "server optimizer", "ServerOptimizer (fedavg)", "learning rate", "-1"});
+  spec = opt::RoundSpec();
+  spec.client.lr = -0.5;
+  expect_error([&] { opt::fedavg_round(spec); },
+               {"fedavg_round", "client optimizer", "sgd", "-0.5"});
   // The server optimizers' state errors name the server kind.
   opt::ServerOptimizer yogi;
   yogi.kind = opt::ServerKind::fedyogi;

@@ -153,8 +153,16 @@ void check_sgd(const RoundSpec& spec) {
         "fedavg_round: learning rates, momenta and betas must be finite, momentum and eps "
         "non-negative");
   // Building the optimizers checks their hyperparameters now, not when the round is traced.
-  c.transformation();
-  s.transformation();
+  try {
+    c.transformation();
+  } catch (const Error& e) {
+    throw Error(std::string("fedavg_round: the client optimizer: ") + e.what());
+  }
+  try {
+    s.transformation();
+  } catch (const Error& e) {
+    throw Error(std::string("fedavg_round: the server optimizer: ") + e.what());
+  }
 }
 
 }  // namespace

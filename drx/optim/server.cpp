@@ -78,20 +78,30 @@ std::string server_kind_name(ServerKind kind) {
   return "?";
 }
 
-GradientTransformation ServerOptimizer::transformation() const {
-  switch (kind) {
+namespace {
+GradientTransformation server_transformation(const ServerOptimizer& s) {
+  switch (s.kind) {
     case ServerKind::fedavg:
-      return sgd(lr);
+      return sgd(s.lr);
     case ServerKind::fedavgm:
-      return sgd(lr, momentum);
+      return sgd(s.lr, s.momentum);
     case ServerKind::fedadam:
-      return fedadam(lr, beta1, beta2, eps);
+      return fedadam(s.lr, s.beta1, s.beta2, s.eps);
     case ServerKind::fedyogi:
-      return fedyogi(lr, beta1, beta2, eps);
+      return fedyogi(s.lr, s.beta1, s.beta2, s.eps);
     case ServerKind::fedadagrad:
-      return fedadagrad(lr, beta1, eps);
+      return fedadagrad(s.lr, s.beta1, s.eps);
   }
-  throw Error("ServerOptimizer: unknown kind " + std::to_string(static_cast<int>(kind)));
+  throw Error("ServerOptimizer: unknown kind " + std::to_string(static_cast<int>(s.kind)));
+}
+}  // namespace
+
+GradientTransformation ServerOptimizer::transformation() const {
+  try {
+    return server_transformation(*this);
+  } catch (const Error& e) {
+    throw Error("ServerOptimizer (" + server_kind_name(kind) + "): " + e.what());
+  }
 }
 
 Tree ServerOptimizer::init(const Tree& params) const {

@@ -15,8 +15,9 @@
 //  - grads, params and the moment trees of a state have one structure, leaves of one dtype
 //    and shape each, floating-point; a mismatch throws drx::Error naming the transformation
 //    and both structures (or the leaf and both types).
-//  - A state is a dict of named parts ({"count", "mu", "nu"}, ...) or, for a transformation
-//    without state, the empty list; a state of another transformation is refused.
+//  - A state is a dict of named parts ({"count", "mu", "nu"}, ...), the empty list for a
+//    transformation without state, or for a chain the list of its parts' states; a state
+//    made by another transformation is refused.
 //  - params are read only by transformations that need them (add_decayed_weights); pass the
 //    current params anyway, so that every transformation can check them.
 #include <functional>
