@@ -81,6 +81,15 @@ void ref_server_step(const ServerOptimizer& s, std::vector<double>& x, const std
         v[i] = s.beta2 * v[i] + (1 - s.beta2) * d[i] * d[i];
         x[i] += s.lr * m[i] / (std::sqrt(v[i]) + s.eps);
         break;
+      case ServerKind::fedyogi:
+      case ServerKind::fedadagrad: {
+        const double d2 = d[i] * d[i];
+        m[i] = s.beta1 * m[i] + (1 - s.beta1) * d[i];
+        const double sign = v[i] > d2 ? 1.0 : v[i] < d2 ? -1.0 : 0.0;
+        v[i] = s.kind == ServerKind::fedadagrad ? v[i] + d2 : v[i] - (1 - s.beta2) * d2 * sign;
+        x[i] += s.lr * m[i] / (std::sqrt(v[i]) + s.eps);
+        break;
+      }
     }
   }
 }

@@ -1,20 +1,33 @@
 #pragma once
-// Optimisers for federated training and the federated round as one drx program.
+// The federated round as one drx program, and the client and server optimizers it uses.
+// The optimizers themselves are GradientTransformations (drx/optim/transform.h,
+// optimizers.h, schedules.h); ClientSgd and ServerOptimizer are the round's configuration of
+// them, with the state layouts `drx fedavg` checkpoints.
 //
-// Client: SGD with optional momentum, PyTorch convention (dampening 0, no Nesterov):
+// Client: optim::sgd(lr, momentum) (PyTorch's SGD with dampening 0, no Nesterov):
 //   m = momentum * m + g;  p = p - lr * m      (momentum 0: p = p - lr * g, no buffer)
 // A step whose batch is fully masked (sum(mask) == 0) is skipped exactly: p and m unchanged.
 //
-// Server: the pseudo-gradient is -delta, delta = weighted mean over clients of
-// (client params - server params), weights = the clients' example counts.
-//   fedavg:  x = x + lr * delta                         (lr 1: the weighted mean of the clients)
-//   fedavgm: v = momentum * v + delta; x = x + lr * v   (Hsu et al. 2019)
-//   fedadam: m = b1 m + (1 - b1) delta; v = b2 v + (1 - b2) delta^2;
-//            x = x + lr * m / (sqrt(v) + eps)           (Reddi et al. 2021, no bias correction)
+// Server: the pseudo-gradient is g = -delta, delta = weighted mean over clients of
+// (client params - server params), weights = the clients' example counts, and the server
+// optimizer is a GradientTransformation of g (ServerOptimizer::transformation()):
+//   fedavg:     sgd(lr):           x = x + lr * delta   (lr 1: the weighted mean of the clients)
+//   fedavgm:    sgd(lr, momentum): v = momentum * v + delta; x = x + lr * v   (Hsu et al. 2019)
+//   fedadam, fedyogi, fedadagrad (Reddi et al. 2021, Algorithm 2; no bias correction,
+//   eps = tau, the adaptivity):
+//     m = b1 m + (1 - b1) delta
+//     fedadam: v = b2 v + (1 - b2) delta^2;  fedyogi: v = v - (1 - b2) sign(v - delta^2) delta^2;
+//     fedadagrad: v = v + delta^2
+//     x = x + lr * m / (sqrt(v) + eps)
+// with m and v starting at 0. The state keeps the paper's m, a moment of delta: the
+// transformation's first moment is of g = -delta, its negative, and apply converts.
 // A round whose clients hold no data (total weight 0) changes neither params nor server state.
 #include <string>
 #include <utility>
 
+#include "drx/optim/optimizers.h"
+#include "drx/optim/schedules.h"
+#include "drx/optim/transform.h"
 #include "drx/trace/function.h"
 #include "drx/trace/tree.h"
 
@@ -23,25 +36,31 @@ namespace drx::optim {
 struct ClientSgd {
   double lr = 0.05;
   double momentum = 0.0;  // 0 = plain SGD
+  // sgd(lr, momentum); its state is [] without momentum, else [{"trace"}, []].
+  GradientTransformation transformation() const { return sgd(lr, momentum); }
 };
 
-enum class ServerKind { fedavg, fedavgm, fedadam };
+enum class ServerKind { fedavg, fedavgm, fedadam, fedyogi, fedadagrad };
 
 struct ServerOptimizer {
   ServerKind kind = ServerKind::fedavg;
   double lr = 1.0;                               // server learning rate
   double momentum = 0.9;                         // fedavgm
-  double beta1 = 0.9, beta2 = 0.99, eps = 1e-3;  // fedadam (Reddi et al. 2021, tau = eps)
+  double beta1 = 0.9, beta2 = 0.99, eps = 1e-3;  // fedadam, fedyogi (beta2), fedadagrad
+                                                 // (Reddi et al. 2021, tau = eps)
 
+  // The optimizer of the pseudo-gradient -delta for this kind (see above).
+  GradientTransformation transformation() const;
   // Initial state for params (a Tree of Arrays or of Values; the state has the same leaf kind):
   // fedavg: the empty list; fedavgm: {"momentum": zeros like params};
-  // fedadam: {"m": zeros, "v": zeros}.
+  // fedadam, fedyogi, fedadagrad: {"m": zeros, "v": zeros}.
   Tree init(const Tree& params) const;
-  // One server step on Values. Returns {new params, new state}.
+  // One server step on Values (Array leaves become constants). Returns {new params, new state}.
   std::pair<Tree, Tree> apply(const Tree& params, const Tree& delta, const Tree& state) const;
 };
 
-// "fedavg" | "fedavgm" | "fedadam"; anything else throws drx::Error listing the choices.
+// "fedavg" | "fedavgm" | "fedadam" | "fedyogi" | "fedadagrad"; anything else throws
+// drx::Error listing the choices.
 ServerKind parse_server_kind(const std::string& name);
 std::string server_kind_name(ServerKind kind);
 

@@ -6,6 +6,7 @@
 #include "drx/nn/nn.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
+#include "drx/trace/tree_math.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
@@ -76,13 +77,9 @@ struct LocalResult {
   Tree params;
   Value loss_sum, count;
 };
-LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& start,
+LocalResult local_train(const GradientTransformation& opt, int64_t full_steps, const Tree& start,
                         const Value& xs, const Value& ys, const Value& idx, const Value& mask) {
   auto step_grad = value_and_grad(batch_loss);
-  const bool heavy_ball = sgd.momentum != 0.0;
-  const double lr = sgd.lr, mu = sgd.momentum;
-  Tree m =
-      heavy_ball ? tree_map([](const Value& v) { return zeros_like(v); }, start) : Tree::list({});
   Value zero = fill({}, 0.0, mask.dtype());
   // One gather per client for all its steps: fewer passes over the (large, shared) dataset.
   const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
@@ -93,18 +90,16 @@ LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& st
   Tree per_step = Tree::list({Tree(reshape(take(xs, flat_idx, 0), x_shape)),
                               Tree(reshape(take(ys, flat_idx, 0), {steps, batch})), Tree(mask)});
   auto update = [&](const Tree& o) {
-    Tree pv = o[0]["p"], mv = o[0]["m"];
+    Tree pv = o[0]["p"];
     const Value& mask_b = o[3].value();
     auto [loss, g] = step_grad(pv, o[1].value(), o[2].value(), mask_b);
     // The masked mean loss divides by max(n, 1); undo that for the client's running sum.
     Value sum_b = o[0]["loss_sum"].value() + loss * maximum(sum(mask_b), 1.0);
-    if (heavy_ball) {
-      mv = tree_map([&](const Value& a, const Value& b) { return mu * a + b; }, mv, g);
-      pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, mv);
-    } else {
-      pv = tree_map([&](const Value& a, const Value& b) { return a - lr * b; }, pv, g);
-    }
-    return Tree::dict({{"count", o[0]["count"]}, {"loss_sum", Tree(sum_b)}, {"m", mv}, {"p", pv}});
+    auto [updates, opt_state] = opt.update(g, o[0]["opt"], pv);
+    return Tree::dict({{"count", o[0]["count"]},
+                       {"loss_sum", Tree(sum_b)},
+                       {"opt", opt_state},
+                       {"p", apply_updates(pv, updates)}});
   };
   auto skip = [](const Tree& o) { return o[0]; };
   // The local steps as scans (one step traced once, whatever the step count): the leading
@@ -117,7 +112,7 @@ LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& st
       Value n = sum(mb);
       Tree state = Tree::dict({{"count", Tree(c["count"].value() + n)},
                                {"loss_sum", c["loss_sum"]},
-                               {"m", c["m"]},
+                               {"opt", c["opt"]},
                                {"p", c["p"]}});
       Tree operands = Tree::list({state, x[0], x[1], x[2]});
       return {may_be_empty ? cond(greater(n, scalar_like(n, 0.0)), update, skip, operands)
@@ -125,8 +120,8 @@ LocalResult local_train(const ClientSgd& sgd, int64_t full_steps, const Tree& st
               Tree()};
     };
   };
-  Tree carry =
-      Tree::dict({{"count", Tree(zero)}, {"loss_sum", Tree(zero)}, {"m", m}, {"p", start}});
+  Tree carry = Tree::dict(
+      {{"count", Tree(zero)}, {"loss_sum", Tree(zero)}, {"opt", opt.init(start)}, {"p", start}});
   if (full_steps > 0)
     carry = scan(local_steps(false), carry, step_range(per_step, 0, full_steps)).first;
   if (full_steps < steps)
@@ -157,6 +152,17 @@ void check_sgd(const RoundSpec& spec) {
     throw Error(
         "fedavg_round: learning rates, momenta and betas must be finite, momentum and eps "
         "non-negative");
+  // Building the optimizers checks their hyperparameters now, not when the round is traced.
+  try {
+    c.transformation();
+  } catch (const Error& e) {
+    throw Error(std::string("fedavg_round: the client optimizer: ") + e.what());
+  }
+  try {
+    s.transformation();
+  } catch (const Error& e) {
+    throw Error(std::string("fedavg_round: the server optimizer: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -176,13 +182,14 @@ RoundFn fedavg_round(const RoundSpec& spec) {
     if (wt.shape != Shape{spec.cohort} || wt.placement != "clients" || !is_floating(wt.dtype))
       throw Error("fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
                   "] placed at clients, got " + wt.str());
-    const ClientSgd sgd = spec.client;
+    const GradientTransformation client_opt = spec.client.transformation();
     const int64_t full_steps = spec.full_steps;
     Tree per_client = map_fn(
-        [sgd, dt, full_steps](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
-                              Value w_k) -> Tree {
+        [client_opt, dt, full_steps](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
+                                     Value w_k) -> Tree {
           Value w = astype(w_k, dt);
-          LocalResult r = local_train(sgd, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
+          LocalResult r =
+              local_train(client_opt, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
           Tree delta = tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
                                 r.params, p0);
           Value loss = w * (r.loss_sum / maximum(r.count, 1.0));
@@ -197,12 +204,7 @@ RoundFn fedavg_round(const RoundSpec& spec) {
     // A round without data leaves the server untouched (momentum and Adam moments included).
     Value has = greater(total, scalar_like(total, 0.0));
     auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
-    Tree old_state = tree_unflatten(state, [&] {
-      std::vector<Tree> vs;
-      for (const Tree& l : tree_leaves(state))
-        vs.emplace_back(l.kind() == Tree::Kind::array ? constant(l.array()) : l.value());
-      return vs;
-    }());
+    Tree old_state = tree_values(state);
     return Tree::dict({{"loss", loss},
                        {"params", tree_map(keep, new_params, p)},
                        {"state", tree_map(keep, new_state, old_state)}});

@@ -1,46 +1,23 @@
-#include <cmath>
+// ServerOptimizer: the round's server step as a GradientTransformation of the pseudo-gradient,
+// with the state layout drx fedavg's checkpoints hold.
 #include <string>
 
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
+#include "drx/optim/tx_support.h"
+#include "drx/trace/tree_math.h"
 
 namespace drx::optim {
 
 namespace {
 
-Value as_value(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::array ? constant(leaf.array()) : leaf.value();
+bool is_adaptive(ServerKind kind) {
+  return kind == ServerKind::fedadam || kind == ServerKind::fedyogi ||
+         kind == ServerKind::fedadagrad;
 }
 
-// Zeros shaped like params, keeping the leaf kind (Arrays stay Arrays).
-Tree zeros_tree(const Tree& params) {
-  std::vector<Tree> leaves;
-  for (const Tree& l : tree_leaves(params)) {
-    if (l.kind() == Tree::Kind::array)
-      leaves.emplace_back(zeros(l.array().shape(), l.array().dtype()));
-    else
-      leaves.emplace_back(zeros_like(l.value()));
-  }
-  return tree_unflatten(params, leaves);
-}
-
-// fn over matching leaves of several trees of params' structure (Array leaves become constants).
-Tree map_leaves(const std::function<Value(const std::vector<Value>&)>& fn, const Tree& params,
-                const std::vector<const Tree*>& others, const char* what) {
-  std::vector<std::vector<Tree>> leaves;
-  for (const Tree* t : others) {
-    if (t->structure() != params.structure())
-      throw Error(std::string("ServerOptimizer::apply: ") + what + " has structure " +
-                  t->structure() + ", params have " + params.structure());
-    leaves.push_back(tree_leaves(*t));
-  }
-  std::vector<Tree> p = tree_leaves(params), out;
-  for (size_t i = 0; i < p.size(); ++i) {
-    std::vector<Value> args{as_value(p[i])};
-    for (const auto& l : leaves) args.push_back(as_value(l[i]));
-    out.emplace_back(fn(args));
-  }
-  return tree_unflatten(params, out);
+Tree negated(const Tree& t) {
+  return tree_map([](const Value& v) { return -v; }, tree_values(t));
 }
 
 void check_state(const Tree& state, const std::vector<std::string>& keys, ServerKind kind) {
@@ -51,13 +28,38 @@ void check_state(const Tree& state, const std::vector<std::string>& keys, Server
                 " does not belong to " + server_kind_name(kind) + " (make it with init(params))");
 }
 
+// The server state keeps the quantities of the papers, moments of delta; the transformations
+// keep moments of the pseudo-gradient -delta. First moments therefore change sign between the
+// two layouts (exactly: negation rounds nothing). `negate` is off for init, whose zeros are
+// their own negatives (and stay +0).
+Tree server_layout(ServerKind kind, const Tree& tx_state, bool negate) {
+  auto flip = [negate](const Tree& t) { return negate ? negated(t) : t; };
+  if (kind == ServerKind::fedavgm) return Tree::dict({{"momentum", flip(tx_state[0]["trace"])}});
+  if (is_adaptive(kind)) return Tree::dict({{"m", flip(tx_state["m"])}, {"v", tx_state["v"]}});
+  return tx_state;
+}
+
+Tree transformation_layout(ServerKind kind, const Tree& state) {
+  if (kind == ServerKind::fedavgm) {
+    check_state(state, {"momentum"}, kind);
+    return Tree::list({Tree::dict({{"trace", negated(state["momentum"])}}), Tree()});
+  }
+  if (is_adaptive(kind)) {
+    check_state(state, {"m", "v"}, kind);
+    return Tree::dict({{"m", negated(state["m"])}, {"v", tree_values(state["v"])}});
+  }
+  check_state(state, {}, kind);
+  return state;
+}
+
 }  // namespace
 
 ServerKind parse_server_kind(const std::string& name) {
-  if (name == "fedavg") return ServerKind::fedavg;
-  if (name == "fedavgm") return ServerKind::fedavgm;
-  if (name == "fedadam") return ServerKind::fedadam;
-  throw Error("unknown server optimizer '" + name + "'; choose one of: fedavg, fedavgm, fedadam");
+  for (ServerKind k : {ServerKind::fedavg, ServerKind::fedavgm, ServerKind::fedadam,
+                       ServerKind::fedyogi, ServerKind::fedadagrad})
+    if (name == server_kind_name(k)) return k;
+  throw Error("unknown server optimizer '" + name +
+              "'; choose one of: fedavg, fedavgm, fedadam, fedyogi, fedadagrad");
 }
 
 std::string server_kind_name(ServerKind kind) {
@@ -68,57 +70,52 @@ std::string server_kind_name(ServerKind kind) {
       return "fedavgm";
     case ServerKind::fedadam:
       return "fedadam";
+    case ServerKind::fedyogi:
+      return "fedyogi";
+    case ServerKind::fedadagrad:
+      return "fedadagrad";
   }
   return "?";
 }
 
-Tree ServerOptimizer::init(const Tree& params) const {
-  switch (kind) {
+namespace {
+GradientTransformation server_transformation(const ServerOptimizer& s) {
+  switch (s.kind) {
     case ServerKind::fedavg:
-      return Tree();
+      return sgd(s.lr);
     case ServerKind::fedavgm:
-      return Tree::dict({{"momentum", zeros_tree(params)}});
+      return sgd(s.lr, s.momentum);
     case ServerKind::fedadam:
-      return Tree::dict({{"m", zeros_tree(params)}, {"v", zeros_tree(params)}});
+      return fedadam(s.lr, s.beta1, s.beta2, s.eps);
+    case ServerKind::fedyogi:
+      return fedyogi(s.lr, s.beta1, s.beta2, s.eps);
+    case ServerKind::fedadagrad:
+      return fedadagrad(s.lr, s.beta1, s.eps);
   }
-  throw Error("ServerOptimizer::init: unknown kind");
+  throw Error("ServerOptimizer: unknown kind " + std::to_string(static_cast<int>(s.kind)));
+}
+}  // namespace
+
+GradientTransformation ServerOptimizer::transformation() const {
+  try {
+    return server_transformation(*this);
+  } catch (const Error& e) {
+    throw Error("ServerOptimizer (" + server_kind_name(kind) + "): " + e.what());
+  }
+}
+
+Tree ServerOptimizer::init(const Tree& params) const {
+  return server_layout(kind, transformation().init(params), /*negate=*/false);
 }
 
 std::pair<Tree, Tree> ServerOptimizer::apply(const Tree& params, const Tree& delta,
                                              const Tree& state) const {
-  const double lr_ = lr;
-  switch (kind) {
-    case ServerKind::fedavg: {
-      check_state(state, {}, kind);
-      Tree p = map_leaves([&](const std::vector<Value>& a) { return a[0] + lr_ * a[1]; }, params,
-                          {&delta}, "delta");
-      return {p, Tree()};
-    }
-    case ServerKind::fedavgm: {
-      check_state(state, {"momentum"}, kind);
-      const double mu = momentum;
-      Tree v = map_leaves([&](const std::vector<Value>& a) { return mu * a[2] + a[1]; }, params,
-                          {&delta, &state["momentum"]}, "delta or state.momentum");
-      Tree p = map_leaves([&](const std::vector<Value>& a) { return a[0] + lr_ * a[1]; }, params,
-                          {&v}, "momentum");
-      return {p, Tree::dict({{"momentum", v}})};
-    }
-    case ServerKind::fedadam: {
-      check_state(state, {"m", "v"}, kind);
-      const double b1 = beta1, b2 = beta2, e = eps;
-      Tree m =
-          map_leaves([&](const std::vector<Value>& a) { return b1 * a[2] + (1.0 - b1) * a[1]; },
-                     params, {&delta, &state["m"]}, "delta or state.m");
-      Tree v = map_leaves(
-          [&](const std::vector<Value>& a) { return b2 * a[2] + (1.0 - b2) * square(a[1]); },
-          params, {&delta, &state["v"]}, "delta or state.v");
-      Tree p = map_leaves(
-          [&](const std::vector<Value>& a) { return a[0] + lr_ * a[1] / (sqrt(a[2]) + e); }, params,
-          {&m, &v}, "m or v");
-      return {p, Tree::dict({{"m", m}, {"v", v}})};
-    }
-  }
-  throw Error("ServerOptimizer::apply: unknown kind");
+  const GradientTransformation tx = transformation();
+  Tree tx_state = transformation_layout(kind, state);
+  detail::check_matches("ServerOptimizer::apply", "delta", delta, "params", params);
+  Tree p = tree_values(params);
+  auto [updates, next] = tx.update(negated(delta), tx_state, p);
+  return {apply_updates(p, updates), server_layout(kind, next, /*negate=*/true)};
 }
 
 }  // namespace drx::optim

@@ -1,6 +1,7 @@
 #include "drx/trace/tree.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace drx {
 
@@ -41,8 +42,8 @@ const Tree& Tree::operator[](size_t i) const {
 }
 
 const Tree& Tree::operator[](const std::string& key) const {
-  if (kind_ != Kind::dict) throw Error("Tree[\"" + key + "\"]: not a dict (structure " +
-                                       structure() + ")");
+  if (kind_ != Kind::dict)
+    throw Error("Tree[\"" + key + "\"]: not a dict (structure " + structure() + ")");
   auto it = std::lower_bound(keys_.begin(), keys_.end(), key);
   if (it == keys_.end() || *it != key)
     throw Error("Tree[\"" + key + "\"]: no such key in " + structure());
@@ -132,6 +133,57 @@ Tree tree_unflatten(const Tree& structure, const std::vector<Tree>& leaves) {
   return t;
 }
 
+namespace {
+void collect_paths(const Tree& t, const std::string& at, std::vector<std::string>& out) {
+  if (t.is_leaf()) {
+    out.push_back(at);
+    return;
+  }
+  for (size_t i = 0; i < t.size(); ++i)
+    collect_paths(t.children()[i],
+                  at + (t.kind() == Tree::Kind::dict ? "[\"" + t.keys()[i] + "\"]"
+                                                     : "[" + std::to_string(i) + "]"),
+                  out);
+}
+
+// The leaves of every tree, position by position, after checking the structures agree.
+std::vector<std::vector<Tree>> leaves_of(const std::vector<Tree>& trees) {
+  if (trees.empty()) throw Error("tree_map: no trees given (expected at least one)");
+  std::vector<std::vector<Tree>> out;
+  for (size_t k = 0; k < trees.size(); ++k) {
+    if (trees[k].structure() != trees[0].structure())
+      throw Error("tree_map: trees differ in structure: " + trees[0].structure() + " vs " +
+                  trees[k].structure() + " (tree " + std::to_string(k) + ")");
+    out.push_back(tree_leaves(trees[k]));
+  }
+  return out;
+}
+
+template <class Leaf>
+Tree map_n(const std::function<Leaf(const std::vector<Leaf>&)>& fn,
+           const std::vector<Tree>& trees) {
+  std::vector<std::vector<Tree>> leaves = leaves_of(trees);
+  std::vector<Tree> out;
+  std::vector<Leaf> at(trees.size());
+  for (size_t i = 0; i < leaves[0].size(); ++i) {
+    for (size_t k = 0; k < trees.size(); ++k) {
+      if constexpr (std::is_same_v<Leaf, Value>)
+        at[k] = leaves[k][i].value();
+      else
+        at[k] = leaves[k][i].array();
+    }
+    out.emplace_back(fn(at));
+  }
+  return tree_unflatten(trees[0], out);
+}
+}  // namespace
+
+std::vector<std::string> tree_leaf_paths(const Tree& t) {
+  std::vector<std::string> out;
+  collect_paths(t, "", out);
+  return out;
+}
+
 Tree tree_map(const std::function<Value(const Value&)>& fn, const Tree& t) {
   std::vector<Tree> leaves;
   for (const Tree& l : tree_leaves(t)) leaves.emplace_back(fn(l.value()));
@@ -146,11 +198,22 @@ Tree tree_map(const std::function<Array(const Array&)>& fn, const Tree& t) {
 
 Tree tree_map(const std::function<Value(const Value&, const Value&)>& fn, const Tree& a,
               const Tree& b) {
-  if (a.structure() != b.structure())
-    throw Error("tree_map: trees differ in structure: " + a.structure() + " vs " + b.structure());
-  std::vector<Tree> la = tree_leaves(a), lb = tree_leaves(b), out;
-  for (size_t i = 0; i < la.size(); ++i) out.emplace_back(fn(la[i].value(), lb[i].value()));
-  return tree_unflatten(a, out);
+  return map_n<Value>([&](const std::vector<Value>& l) { return fn(l[0], l[1]); }, {a, b});
+}
+
+Tree tree_map(const std::function<Array(const Array&, const Array&)>& fn, const Tree& a,
+              const Tree& b) {
+  return map_n<Array>([&](const std::vector<Array>& l) { return fn(l[0], l[1]); }, {a, b});
+}
+
+Tree tree_map(const std::function<Value(const std::vector<Value>&)>& fn,
+              const std::vector<Tree>& trees) {
+  return map_n<Value>(fn, trees);
+}
+
+Tree tree_map(const std::function<Array(const std::vector<Array>&)>& fn,
+              const std::vector<Tree>& trees) {
+  return map_n<Array>(fn, trees);
 }
 
 }  // namespace drx

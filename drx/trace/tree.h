@@ -53,10 +53,26 @@ class Tree {
 std::vector<Tree> tree_leaves(const Tree& t);
 // Rebuilds a tree of `structure`'s shape from leaves in canonical order.
 Tree tree_unflatten(const Tree& structure, const std::vector<Tree>& leaves);
+// Where each leaf sits, in canonical order, written as the tree is indexed in C++:
+// `["layer0"]["w"]` in a dict of dicts, `[1]` in a list, `` for a lone leaf.
+std::vector<std::string> tree_leaf_paths(const Tree& t);
+
+// fn over each leaf: the Value forms need Value leaves, the Array forms Array leaves.
 Tree tree_map(const std::function<Value(const Value&)>& fn, const Tree& t);
 Tree tree_map(const std::function<Array(const Array&)>& fn, const Tree& t);
-// Maps over matching leaves of two trees of the same structure.
+// fn over matching leaves of two trees of the same structure.
 Tree tree_map(const std::function<Value(const Value&, const Value&)>& fn, const Tree& a,
               const Tree& b);
+Tree tree_map(const std::function<Array(const Array&, const Array&)>& fn, const Tree& a,
+              const Tree& b);
+// fn over matching leaves of N trees of one structure: fn gets the N leaves at one position
+// (in the trees' order) and the result has the first tree's structure. Throws drx::Error
+// naming both structures when a tree differs from the first, or for a leaf of the other kind
+// (tree_values in drx/trace/tree_math.h turns Array leaves into constants of a trace).
+//   tree_map([](const std::vector<Value>& l) { return l[0] * l[1] + l[2]; }, {a, x, y})
+Tree tree_map(const std::function<Value(const std::vector<Value>&)>& fn,
+              const std::vector<Tree>& trees);
+Tree tree_map(const std::function<Array(const std::vector<Array>&)>& fn,
+              const std::vector<Tree>& trees);
 
 }  // namespace drx

@@ -129,7 +129,8 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.client_momentum = parse_real(f, v, 0, false, 1, true); }},
       {"--server-opt",
        [&](auto& f, auto& v) {
-         o.server_opt = parse_choice(f, v, {"fedavg", "fedavgm", "fedadam"});
+         o.server_opt =
+             parse_choice(f, v, {"fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad"});
        }},
       {"--server-lr",
        [&](auto& f, auto& v) { o.server_lr = parse_real(f, v, 0, true, 1e6, false); }},
@@ -220,11 +221,12 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
   f.emplace_back("--server-opt", o.server_opt);
   f.emplace_back("--server-lr", fmt(o.server_lr));
   if (o.server_opt == "fedavgm") f.emplace_back("--server-momentum", fmt(o.server_momentum));
-  if (o.server_opt == "fedadam") {
-    f.emplace_back("--adam-beta1", fmt(o.adam_beta1));
-    f.emplace_back("--adam-beta2", fmt(o.adam_beta2));
-    f.emplace_back("--adam-eps", fmt(o.adam_eps));
-  }
+  // The adaptive servers (Reddi et al. 2021) read beta1 and tau; fedadagrad has no beta2.
+  const bool adaptive =
+      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad";
+  if (adaptive) f.emplace_back("--adam-beta1", fmt(o.adam_beta1));
+  if (adaptive && o.server_opt != "fedadagrad") f.emplace_back("--adam-beta2", fmt(o.adam_beta2));
+  if (adaptive) f.emplace_back("--adam-eps", fmt(o.adam_eps));
   f.emplace_back("--seed", std::to_string(o.seed));
   return f;
 }
@@ -273,18 +275,20 @@ const char* details_text() {
        << "  --client-momentum M     client SGD momentum, 0 = plain SGD (default "
        << short_num(d.client_momentum) << ")\n"
        << "server:\n"
-          "  --server-opt KIND       fedavg | fedavgm | fedadam (default "
-       << d.server_opt << ")\n"
+          "  --server-opt KIND       fedavg | fedavgm | fedadam | fedyogi | fedadagrad (default "
+       << d.server_opt
+       << ";\n"
+          "                          the last three: Reddi et al. 2021, without bias correction)\n"
        << "  --server-lr LR          server learning rate (default " << short_num(d.server_lr)
        << ")\n"
        << "  --server-momentum M     fedavgm momentum (default " << short_num(d.server_momentum)
        << ")\n"
-       << "  --adam-beta1 B          fedadam first-moment decay (default "
+       << "  --adam-beta1 B          fedadam/fedyogi/fedadagrad first-moment decay (default "
        << short_num(d.adam_beta1) << ")\n"
-       << "  --adam-beta2 B          fedadam second-moment decay (default "
+       << "  --adam-beta2 B          fedadam/fedyogi second-moment decay (default "
        << short_num(d.adam_beta2) << ")\n"
-       << "  --adam-eps E            fedadam adaptivity tau (default " << short_num(d.adam_eps)
-       << ")\n"
+       << "  --adam-eps E            fedadam/fedyogi/fedadagrad adaptivity tau (default "
+       << short_num(d.adam_eps) << ")\n"
        << "schedule:\n"
           "  --rounds N              rounds to train (default "
        << d.rounds << ")\n"

@@ -27,10 +27,11 @@ struct Options {
   double client_lr = 0.1;
   double client_momentum = 0.0;
   // Server.
-  std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam
+  std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam | fedyogi | fedadagrad
   double server_lr = 1.0;
   double server_momentum = 0.9;
-  double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;  // fedadam
+  // fedadam, fedyogi, fedadagrad (beta1 and tau = adam_eps; beta2 not fedadagrad)
+  double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;
   // Schedule.
   int64_t rounds = 650;
   uint64_t seed = 0;
