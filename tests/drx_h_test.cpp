@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -188,3 +189,29 @@ TEST(DrxHeader, NpyFiles) {
 }
 
 }  // namespace
+
+// "Dtypes and elementwise ops", "Indexing, sorting and running sums",
+// "Optimizers" and tree arithmetic.
+TEST(DrxHeader, ToolboxOpsOptimizersAndTrees) {
+  auto ops = [](drx::Value x, drx::Value u) {
+    drx::Value bits = drx::bitwise_xor(drx::shift_left(u, drx::scalar_like(u, 1.0)), u);
+    drx::Value r = drx::floor(x) + drx::ceil(x) + drx::round(x) + drx::remainder(x, x + 2.0);
+    drx::Value a = drx::sigmoid(x) + drx::softplus(x) + drx::log_sigmoid(x) + drx::gelu(x) +
+                   drx::clip(x, -1.0, 1.0);
+    drx::Value s = drx::sort(x) + drx::cumsum(x, 0);
+    return drx::sum(r + a + s) + drx::sum(drx::top_k(x, 2).values) +
+           drx::sum(drx::astype(bits, drx::f32)) +
+           drx::sum(drx::astype(drx::argmax(x, 0), drx::f32));
+  };
+  drx::Array x = drx::Array::from_vector<float>({0.5f, -1.5f, 2.0f}, {3});
+  drx::Array u = drx::Array::from_vector<uint32_t>({1u, 2u, 3u}, {3});
+  EXPECT_TRUE(std::isfinite(drx::jit(ops)(x, u).item<float>()));
+  auto ln = [](drx::Value v, drx::Value s, drx::Value b) { return drx::nn::layer_norm(v, s, b); };
+  EXPECT_EQ(drx::jit(ln)(x, drx::ones({3}), drx::zeros({3})).shape(), (drx::Shape{3}));
+  drx::Tree params = drx::Tree::dict({{"w", drx::Tree(x)}});
+  drx::optim::GradientTransformation opt = drx::optim::adam(1e-3);
+  drx::Tree state = opt.init(params);
+  EXPECT_EQ(drx::tree_size(drx::tree_add(params, params)), 3);
+  EXPECT_NEAR(drx::tree_l2_norm(params).array().element_as_double(0), std::sqrt(6.5), 1e-6);
+  (void)state;
+}
