@@ -15,16 +15,6 @@ std::string num(double v) {
   os << v;
   return os.str();
 }
-std::string type_of(const Tree& leaf) {
-  if (leaf.kind() == Tree::Kind::value) return leaf.value().type().str();
-  return std::string(dtype_name(leaf.array().dtype())) + shape_str(leaf.array().shape());
-}
-DType dtype_of_leaf(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::value ? leaf.value().dtype() : leaf.array().dtype();
-}
-const Shape& shape_of_leaf(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::value ? leaf.value().shape() : leaf.array().shape();
-}
 std::string layout(const std::vector<std::string>& keys) {
   std::string s = "{";
   for (size_t i = 0; i < keys.size(); ++i) s += (i ? ", " : "") + keys[i];
@@ -61,17 +51,18 @@ void check_matches(const std::string& op, const char* what, const Tree& t, const
   std::vector<Tree> a = tree_leaves(t), b = tree_leaves(like);
   std::vector<std::string> paths = tree_leaf_paths(like);
   for (size_t i = 0; i < a.size(); ++i)
-    if (dtype_of_leaf(a[i]) != dtype_of_leaf(b[i]) || shape_of_leaf(a[i]) != shape_of_leaf(b[i]))
-      throw Error(op + ": " + what + paths[i] + " is " + type_of(a[i]) + ", but " + like_what +
-                  paths[i] + " is " + type_of(b[i]) + " (expected the same dtype and shape)");
+    if (leaf_dtype(a[i]) != leaf_dtype(b[i]) || leaf_shape(a[i]) != leaf_shape(b[i]))
+      throw Error(op + ": " + what + paths[i] + " is " + leaf_type_str(a[i]) + ", but " +
+                  like_what + paths[i] + " is " + leaf_type_str(b[i]) +
+                  " (expected the same dtype and shape)");
 }
 
 void check_grads(const std::string& op, const Tree& grads) {
   std::vector<Tree> leaves = tree_leaves(grads);
   std::vector<std::string> paths = tree_leaf_paths(grads);
   for (size_t i = 0; i < leaves.size(); ++i)
-    if (!is_floating(dtype_of_leaf(leaves[i])))
-      throw Error(op + ": grads" + paths[i] + " is " + type_of(leaves[i]) +
+    if (!is_floating(leaf_dtype(leaves[i])))
+      throw Error(op + ": grads" + paths[i] + " is " + leaf_type_str(leaves[i]) +
                   "; expected floating-point gradients (f32 or f64)");
 }
 
@@ -102,9 +93,9 @@ Value increment(const Value& count) {
 
 Value count_of(const std::string& op, const Tree& state) {
   const Tree& c = state["count"];
-  if (!c.is_leaf() || dtype_of_leaf(c) != DType::i32 || !shape_of_leaf(c).empty())
+  if (!c.is_leaf() || leaf_dtype(c) != DType::i32 || !leaf_shape(c).empty())
     throw Error(op + ": state[\"count\"] must be an i32 scalar, got " +
-                (c.is_leaf() ? type_of(c) : "the subtree " + c.structure()));
+                (c.is_leaf() ? leaf_type_str(c) : "the subtree " + c.structure()));
   return tree_values(c).value();
 }
 

@@ -18,28 +18,15 @@ bool all_arrays(const std::vector<const Tree*>& trees) {
   return true;
 }
 
-std::string type_str(const Tree& leaf) {
-  if (leaf.kind() == Tree::Kind::value) return leaf.value().type().str();
-  return std::string(dtype_name(leaf.array().dtype())) + shape_str(leaf.array().shape());
-}
-DType dtype_of_leaf(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::value ? leaf.value().dtype() : leaf.array().dtype();
-}
-const Shape& shape_of_leaf(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::value ? leaf.value().shape() : leaf.array().shape();
-}
-std::string placement_of_leaf(const Tree& leaf) {
-  return leaf.kind() == Tree::Kind::value ? leaf.value().placement() : "";
-}
 std::string where_is(const std::string& path) { return path.empty() ? "the leaf" : "leaf " + path; }
 
 enum class Need { numeric, floating };
 
 void check_dtype(const char* op, const Tree& leaf, const std::string& path, Need need) {
-  DType d = dtype_of_leaf(leaf);
+  DType d = leaf_dtype(leaf);
   bool ok = need == Need::floating ? is_floating(d) : d != DType::bool_;
   if (!ok)
-    throw Error(std::string(op) + ": " + where_is(path) + " is " + type_str(leaf) +
+    throw Error(std::string(op) + ": " + where_is(path) + " is " + leaf_type_str(leaf) +
                 (need == Need::floating ? "; expected floating-point leaves (f32 or f64)"
                                         : "; expected numeric leaves (not bool)"));
 }
@@ -55,12 +42,11 @@ std::pair<std::vector<Tree>, std::vector<Tree>> matched_leaves(const char* op, c
   std::vector<std::string> paths = tree_leaf_paths(a);
   for (size_t i = 0; i < la.size(); ++i) {
     check_dtype(op, la[i], paths[i], need);
-    if (dtype_of_leaf(la[i]) != dtype_of_leaf(lb[i]) ||
-        shape_of_leaf(la[i]) != shape_of_leaf(lb[i]) ||
-        placement_of_leaf(la[i]) != placement_of_leaf(lb[i]))
+    if (leaf_dtype(la[i]) != leaf_dtype(lb[i]) || leaf_shape(la[i]) != leaf_shape(lb[i]) ||
+        leaf_placement(la[i]) != leaf_placement(lb[i]))
       throw Error(std::string(op) + ": " + where_is(paths[i]) + " of " + a.structure() +
-                  " differs between the trees: " + type_str(la[i]) + " vs " + type_str(lb[i]) +
-                  " (matching leaves must have one dtype and shape)");
+                  " differs between the trees: " + leaf_type_str(la[i]) + " vs " +
+                  leaf_type_str(lb[i]) + " (matching leaves must have one dtype and shape)");
   }
   return {la, lb};
 }
@@ -209,9 +195,9 @@ Tree vdot(const char* op, const Tree& a, const Tree& b, Need need) {
   std::vector<std::string> paths = tree_leaf_paths(a);
   Value total;
   for (size_t i = 0; i < la.size(); ++i) {
-    if (dtype_of_leaf(la[i]) != dtype_of_leaf(la[0]))
-      throw Error(std::string(op) + ": leaves differ in dtype: " + type_str(la[0]) + " at " +
-                  where_is(paths[0]) + ", " + type_str(la[i]) + " at " + where_is(paths[i]) +
+    if (leaf_dtype(la[i]) != leaf_dtype(la[0]))
+      throw Error(std::string(op) + ": leaves differ in dtype: " + leaf_type_str(la[0]) + " at " +
+                  where_is(paths[0]) + ", " + leaf_type_str(la[i]) + " at " + where_is(paths[i]) +
                   " (the result is one scalar; convert the leaves to one dtype with astype)");
     Value s = sum(as_value(la[i]) * as_value(lb[i]));
     total = total.valid() ? total + s : s;
@@ -234,6 +220,20 @@ int64_t tree_size(const Tree& t) {
   for (const Tree& l : tree_leaves(t))
     n += l.kind() == Tree::Kind::array ? l.array().size() : l.value().size();
   return n;
+}
+
+std::string leaf_type_str(const Tree& leaf) {
+  if (leaf.kind() == Tree::Kind::value) return leaf.value().type().str();
+  return std::string(dtype_name(leaf.array().dtype())) + shape_str(leaf.array().shape());
+}
+DType leaf_dtype(const Tree& leaf) {
+  return leaf.kind() == Tree::Kind::value ? leaf.value().dtype() : leaf.array().dtype();
+}
+const Shape& leaf_shape(const Tree& leaf) {
+  return leaf.kind() == Tree::Kind::value ? leaf.value().shape() : leaf.array().shape();
+}
+std::string leaf_placement(const Tree& leaf) {
+  return leaf.kind() == Tree::Kind::value ? leaf.value().placement() : "";
 }
 
 }  // namespace drx

@@ -9,6 +9,7 @@
 // shape; otherwise drx::Error names the function, both structures or the leaf (by its path,
 // e.g. ["layer0"]["w"]) and both types.
 #include <cstdint>
+#include <string>
 
 #include "drx/trace/tree.h"
 
@@ -37,5 +38,11 @@ Tree tree_vdot(const Tree& a, const Tree& b);
 Tree tree_l2_norm(const Tree& t);
 // The total number of elements over all leaves.
 int64_t tree_size(const Tree& t);
+
+// A leaf's type, whether it holds a Value or an Array ("f32[2,3]@clients").
+std::string leaf_type_str(const Tree& leaf);
+DType leaf_dtype(const Tree& leaf);
+const Shape& leaf_shape(const Tree& leaf);
+std::string leaf_placement(const Tree& leaf);  // "" for an Array
 
 }  // namespace drx
