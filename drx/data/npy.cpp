@@ -135,7 +135,13 @@ Array from_fortran_order(const Array& fortran) {
   if (n == 0) return c;
   const size_t item = dtype_size(fortran.dtype());
   const size_t rank = shape.size();
-  std::vector<int64_t> column_stride(rank, 1), index(rank, 0);
+  // With at most one axis both orders are the same bytes.
+  if (rank <= 1) {
+    std::memcpy(c.raw(), fortran.raw(), c.nbytes());
+    return c;
+  }
+  Shape column_stride(shape.size()), index(shape.size());
+  column_stride[0] = 1;
   for (size_t k = 1; k < rank; ++k) column_stride[k] = column_stride[k - 1] * shape[k - 1];
   const auto* src = static_cast<const unsigned char*>(fortran.raw());
   auto* dst = static_cast<unsigned char*>(c.raw());
