@@ -21,6 +21,17 @@ void check_moments(const std::string& op, const Tree& state, const Tree& grads,
   }
 }
 
+// What every scale_by_* update checks first: the state is this
+// transformation's (state_keys), the grads are floating point, and each
+// moment tree (moment_keys) matches the grads.
+void check_update(const std::string& op, const Tree& state, const Tree& grads,
+                  const std::vector<std::string>& state_keys,
+                  const std::vector<std::string>& moment_keys) {
+  check_state_keys(op, state, state_keys);
+  detail::check_grads(op, grads);
+  check_moments(op, state, grads, moment_keys);
+}
+
 // The bias-corrected Adam direction m_hat / (sqrt(v_hat + eps_root) + eps) (adam and yogi).
 Tree adam_direction(const Tree& mu, const Tree& nu, double b1, double b2, double eps,
                     double eps_root, const Value& count) {
@@ -49,9 +60,7 @@ GradientTransformation scale_by_adam(double b1, double b2, double eps, double ep
                        {"nu", tree_zeros_like(params)}});
   };
   t.update = [=](const Tree& grads, const Tree& state, const Tree&) -> std::pair<Tree, Tree> {
-    check_state_keys(op, state, {"count", "mu", "nu"});
-    detail::check_grads(op, grads);
-    check_moments(op, state, grads, {"mu", "nu"});
+    check_update(op, state, grads, {"count", "mu", "nu"}, {"mu", "nu"});
     Tree g = tree_values(grads);
     Tree mu = detail::ema(g, tree_values(state["mu"]), b1, 1);
     Tree nu = detail::ema(g, tree_values(state["nu"]), b2, 2);
@@ -72,9 +81,7 @@ GradientTransformation scale_by_rss(double initial_accumulator_value, double eps
     return Tree::dict({{"sum_of_squares", tree_full_like(params, initial_accumulator_value)}});
   };
   t.update = [=](const Tree& grads, const Tree& state, const Tree&) -> std::pair<Tree, Tree> {
-    check_state_keys(op, state, {"sum_of_squares"});
-    detail::check_grads(op, grads);
-    check_moments(op, state, grads, {"sum_of_squares"});
+    check_update(op, state, grads, {"sum_of_squares"}, {"sum_of_squares"});
     Tree g = tree_values(grads);
     Tree s = tree_map([](const Value& gi, const Value& si) { return square(gi) + si; }, g,
                       tree_values(state["sum_of_squares"]));
@@ -108,9 +115,7 @@ GradientTransformation scale_by_rms(double decay, double eps, double initial_sca
     return Tree::dict({{"nu", tree_full_like(params, initial_scale)}});
   };
   t.update = [=](const Tree& grads, const Tree& state, const Tree&) -> std::pair<Tree, Tree> {
-    check_state_keys(op, state, {"nu"});
-    detail::check_grads(op, grads);
-    check_moments(op, state, grads, {"nu"});
+    check_update(op, state, grads, {"nu"}, {"nu"});
     Tree g = tree_values(grads);
     Tree nu = detail::ema(g, tree_values(state["nu"]), decay, 2);
     Tree u = tree_map(
@@ -134,9 +139,7 @@ GradientTransformation scale_by_stddev(double decay, double eps, double initial_
         {{"mu", tree_zeros_like(params)}, {"nu", tree_full_like(params, initial_scale)}});
   };
   t.update = [=](const Tree& grads, const Tree& state, const Tree&) -> std::pair<Tree, Tree> {
-    check_state_keys(op, state, {"mu", "nu"});
-    detail::check_grads(op, grads);
-    check_moments(op, state, grads, {"mu", "nu"});
+    check_update(op, state, grads, {"mu", "nu"}, {"mu", "nu"});
     Tree g = tree_values(grads);
     Tree mu = detail::ema(g, tree_values(state["mu"]), decay, 1);
     Tree nu = detail::ema(g, tree_values(state["nu"]), decay, 2);
@@ -166,9 +169,7 @@ GradientTransformation scale_by_yogi(double b1, double b2, double eps, double ep
                        {"nu", tree_full_like(params, initial_accumulator_value)}});
   };
   t.update = [=](const Tree& grads, const Tree& state, const Tree&) -> std::pair<Tree, Tree> {
-    check_state_keys(op, state, {"count", "mu", "nu"});
-    detail::check_grads(op, grads);
-    check_moments(op, state, grads, {"mu", "nu"});
+    check_update(op, state, grads, {"count", "mu", "nu"}, {"mu", "nu"});
     Tree g = tree_values(grads);
     Tree mu = detail::ema(g, tree_values(state["mu"]), b1, 1);
     // Yogi moves v towards g^2 by a step of (1 - b2) g^2 in the direction of the difference.
