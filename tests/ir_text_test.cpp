@@ -233,6 +233,13 @@ std::vector<Case> coverage_cases() {
                              remainder(x, scalar_like(x, 0.75))};
                    },
                    {Type(DType::u32, {3}), f32t({3})}});
+  cases.push_back({"random_bits",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     auto [y0, y1] = threefry2x32(a[0], a[0] + scalar_like(a[0], 1.0), a[0],
+                                                  a[0] + scalar_like(a[0], 7.0));
+                     return {y0, bitcast_convert(bitcast_convert(y1, DType::f32), DType::i32)};
+                   },
+                   {Type(DType::u32, {3})}});
   return cases;
 }
 

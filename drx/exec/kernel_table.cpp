@@ -50,6 +50,11 @@ const std::vector<const Primitive*>& interpreter_only_primitives() {
       // The transpose of take, in gradients of embedding lookups. A compiled
       // kernel is due with the transformer workload (issue 19).
       &prims::scatter_add(),
+      // Random bits: a compiled kernel comes with the random-number workloads
+      // (issue 14); the reference loop is one pass over the counters.
+      &prims::threefry2x32(),
+      // A copy of the bytes.
+      &prims::bitcast_convert(),
       // sort and top_k: a comparison sort per row, which is what their
       // reference loops already do on contiguous memory; a kernel would only
       // save the operand's copy into an Array. Due when a workload sorts in

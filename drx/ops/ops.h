@@ -3,6 +3,7 @@
 // primitives (drx/ops/*.cpp); composites are written in terms of them.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "drx/array/array.h"
@@ -22,6 +23,14 @@ Value ones_like(const Value& x);
 Value arange(int64_t n, DType dtype = DType::i32);
 // iota along `dimension` of an array of `shape`.
 Value iota(const Shape& shape, int64_t dimension, DType dtype = DType::i32);
+
+// ---- random bits (drx::random builds on these) ----------------------------
+// The Threefry-2x32 block function (20 rounds, Random123; JAX's threefry2x32)
+// elementwise on u32 key words k0, k1 and counter words x0, x1 of one shape.
+std::pair<Value, Value> threefry2x32(const Value& k0, const Value& k1, const Value& x0,
+                                     const Value& x1);
+// x's bytes read as `dtype` (same element size, not bool): f32 <-> u32/i32.
+Value bitcast_convert(const Value& x, DType dtype);
 
 // ---- elementwise -------------------------------------------------------
 Value neg(const Value& x);

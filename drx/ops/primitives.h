@@ -26,6 +26,8 @@ const Primitive& slice();
 // indexing
 const Primitive& take();
 const Primitive& scatter_add();
+const Primitive& threefry2x32();
+const Primitive& bitcast_convert();
 const Primitive& scatter();
 // sorting, arg reductions, running sums
 const Primitive& sort();
