@@ -67,6 +67,7 @@ std::vector<Case> coverage_cases() {
                                                sin(x),
                                                cos(x),
                                                erf(x),
+                                               erf_inv(tanh(x) * 0.5),
                                                square(x),
                                                relu(x),
                                                x + y,

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -202,6 +204,40 @@ Tree reduce_weighted_mean(const Tree& x, const Value& w) {
   return tree_map([&](const Value& v) { return reduce_weighted_mean(v, w); }, x);
 }
 
+namespace {
+// The map_fn body being traced, and its client-index input once asked for.
+struct ClientIndexSlot {
+  std::string placement;
+  std::shared_ptr<TraceState> body;
+  std::optional<Value> index;
+};
+thread_local std::vector<ClientIndexSlot*> client_index_slots;
+
+class ClientIndexScope {
+ public:
+  explicit ClientIndexScope(ClientIndexSlot& slot) { client_index_slots.push_back(&slot); }
+  ~ClientIndexScope() { client_index_slots.pop_back(); }
+  ClientIndexScope(const ClientIndexScope&) = delete;
+  ClientIndexScope& operator=(const ClientIndexScope&) = delete;
+};
+}  // namespace
+
+Value client_index() {
+  if (client_index_slots.empty() || !client_index_slots.back()->body)
+    throw Error(
+        "client_index: called outside a map_fn body; it gives the index of the client a "
+        "map_fn body runs for (use it inside the function passed to drx::map_fn)");
+  ClientIndexSlot& slot = *client_index_slots.back();
+  if (!slot.index) {
+    // A trailing input of the body (map_fn bodies are closed: no captures follow).
+    TraceState& body = *slot.body;
+    int var = body.program.add_var(Type(DType::i32, {}));
+    body.program.inputs.push_back(var);
+    slot.index = Value(slot.body, var);
+  }
+  return *slot.index;
+}
+
 Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   require_program_scope("map_fn");
   Values leaves = leaf_values(Tree::list(args));
@@ -231,10 +267,20 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
                             inner_placement(t.placement));
   }
   TracedFn body;
+  ClientIndexSlot index_slot{placement, nullptr, std::nullopt};
   detail::with_trace_context("the map_fn body (placement '" + placement + "')", [&] {
     MapBodyScope in_body(placement);
-    body = trace_tree_fn(f, args, per_client, "body", "map_fn");
+    ClientIndexScope index_scope(index_slot);
+    TreeFn traced = [&](const std::vector<Tree>& body_args) {
+      index_slot.body = current_trace_ptr();
+      return f(body_args);
+    };
+    body = trace_tree_fn(traced, args, per_client, "body", "map_fn");
   });
+  // The body asked for its client's index: it reads it as one more placed
+  // operand, 0..n-1, which the mesh splits like any other.
+  if (index_slot.index)
+    leaves.push_back(place(arange(placement_size(placement, "client_index")), placement));
   const Primitive& p = prims::map_fn();
   Values outs = emit(p, leaves,
                      Params{{"placement", placement},

@@ -58,6 +58,14 @@ auto map_fn(F f, const X&... xs) {
   return from_tree<R>(map_fn_trees(erase(std::move(f)), {to_tree(xs)...}));
 }
 
+// Inside a map_fn body: the index of the client (the element of the mapped
+// placement) the body is running for, an i32 scalar, global to the program:
+// the same on any mesh, however the placement is split across devices. With
+// random keys, fold_in(key, client_index()) gives each client its own stream.
+// In a map_fn over groups it is the group's index; in a map_fn over clients
+// inside a group's body, the client's index within its group.
+Value client_index();
+
 // ---- for primitive rules: emit without the program-scope checks -----------
 Value emit_broadcast(const Value& x, const std::string& placement, int64_t size);
 Value emit_reduce_sum(const Value& x);

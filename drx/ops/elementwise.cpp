@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "drx/ops/elementwise_kernels.h"
+#include "drx/ops/erf_inv.h"
 #include "drx/ops/ops.h"
 
 namespace drx {
@@ -148,6 +149,11 @@ DRX_PRIMITIVE_FAMILY(elementwise_unary) {
   registry.add(std::make_unique<UnaryPrim<Erf, D::floating>>(
       "erf", [](const Value& x, const Value&, const Value& t) {
         return t * (M_2_SQRTPI * exp(-(x * x)));  // d erf(x) = 2/sqrt(pi) exp(-x^2)
+      }));
+  // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
+  registry.add(std::make_unique<UnaryPrim<ErfInv, D::floating>>(
+      "erf_inv", [](const Value&, const Value& y, const Value& t) {
+        return t * ((1.0 / M_2_SQRTPI) * exp(y * y));
       }));
   // Piecewise constant: the derivative is zero.
   registry.add(std::make_unique<UnaryPrim<Floor, D::floating>>("floor", nullptr));

@@ -46,6 +46,7 @@ Value sign(const Value& x);
 Value sin(const Value& x);
 Value cos(const Value& x);
 Value erf(const Value& x);
+Value erf_inv(const Value& x);  // the inverse of erf on (-1, 1); +-inf at +-1
 Value square(const Value& x);
 Value relu(const Value& x);
 // Rounding (floating point only; derivative zero): round is half to even, as
