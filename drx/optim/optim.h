@@ -22,6 +22,7 @@
 // with m and v starting at 0. The state keeps the paper's m, a moment of delta: the
 // transformation's first moment is of g = -delta, its negative, and apply converts.
 // A round whose clients hold no data (total weight 0) changes neither params nor server state.
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -64,6 +65,28 @@ struct ServerOptimizer {
 ServerKind parse_server_kind(const std::string& name);
 std::string server_kind_name(ServerKind kind);
 
+// DP-FedAvg in the round (McMahan et al. 2018; drx/privacy/dp_fedavg.h): each client's
+// update is clipped to L2 norm `clip` and weighted uniformly by its participation weight (1
+// for a sampled client, 0 for padding); the server adds N(0, (z clip)^2) to the sum and divides
+// by expected_cohort, then applies the server optimizer as usual (always: a round with no
+// participant still releases noise). With adaptive clipping (target_quantile > 0) the clip
+// follows Andrew et al. 2021 and the update's noise multiplier is
+// update_noise_multiplier(z, count_noise), so that the round as a whole has multiplier z.
+// The round's state is then {"dp": {"clip": [] params dtype, "key": u32[2]}, "server": the
+// server optimizer's state} (dp_round_state); the key is split every round.
+struct DpSpec {
+  double noise_multiplier = 0;  // z; 0: no noise
+  double expected_cohort = 10;  // the fixed denominator: qN (Poisson) or the cohort size
+  double target_quantile = 0;   // adaptive clipping off at 0
+  double clip_lr = 0.2;         // eta
+  double count_noise = 0;       // sigma_b (Andrew et al. suggest expected cohort / 20)
+  bool adaptive() const { return target_quantile > 0; }
+};
+
+// The state a DP round starts from: the server optimizer's state with the initial clip and
+// the noise key (random::key(seed), say). clip may be +inf (no clipping).
+Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype);
+
 struct RoundSpec {
   ClientSgd client;
   ServerOptimizer server;
@@ -74,6 +97,7 @@ struct RoundSpec {
   // without the check that skips empty steps (a cond), which costs a little per step. A
   // promise about the data: an empty step among them would still move client momentum.
   int64_t full_steps = 0;
+  std::optional<DpSpec> dp;  // DP-FedAvg (see DpSpec); weights are then 0/1 participation
 };
 
 // One federated round as a drx::program over the placement "clients":

@@ -6,6 +6,8 @@
 #include "drx/nn/nn.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
+#include "drx/privacy/dp_fedavg.h"
+#include "drx/random/random.h"
 #include "drx/trace/tree_math.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
@@ -165,10 +167,58 @@ void check_sgd(const RoundSpec& spec) {
   }
 }
 
+void check_dp(const RoundSpec& spec) {
+  if (!spec.dp) return;
+  const DpSpec& d = spec.dp.value();
+  if (!(d.noise_multiplier >= 0) || !std::isfinite(d.noise_multiplier))
+    throw Error("fedavg_round: DP noise multiplier must be finite and >= 0, got " +
+                std::to_string(d.noise_multiplier));
+  if (!(d.expected_cohort > 0) || !std::isfinite(d.expected_cohort))
+    throw Error("fedavg_round: DP expected cohort must be positive, got " +
+                std::to_string(d.expected_cohort));
+  if (d.adaptive()) {
+    if (d.target_quantile > 1 || !(d.clip_lr >= 0) || !(d.count_noise >= 0))
+      throw Error("fedavg_round: adaptive clipping needs a target quantile in (0, 1] and "
+                  "non-negative clip learning rate and count noise");
+    if (d.noise_multiplier > 0) privacy::update_noise_multiplier(d.noise_multiplier, d.count_noise);
+  }
+}
+
+// The DP-FedAvg server side: noisy mean of the clipped updates, next clip and key.
+struct DpAggregate {
+  Tree delta;
+  Value clip, key;
+};
+DpAggregate dp_aggregate(const DpSpec& d, const Tree& sums, const Tree& dp_state) {
+  const Value clip = dp_state["clip"].value();
+  std::vector<Value> keys = random::split(dp_state["key"].value(), 3);
+  const double z = d.adaptive() && d.noise_multiplier > 0
+                       ? privacy::update_noise_multiplier(d.noise_multiplier, d.count_noise)
+                       : d.noise_multiplier;
+  Tree delta = privacy::noisy_mean(sums["delta"], keys[1], z, clip, d.expected_cohort);
+  Value next_clip =
+      d.adaptive()
+          ? privacy::adapted_clip(clip, sums["unclipped"].value(), keys[2],
+                                  {d.target_quantile, d.clip_lr, d.count_noise}, d.expected_cohort)
+          : clip;
+  return {delta, next_clip, keys[0]};
+}
+
 }  // namespace
+
+Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype) {
+  if (!(clip > 0))
+    throw Error("dp_round_state: clip must be > 0 (or +inf for none), got " + std::to_string(clip));
+  if (key.dtype() != DType::u32 || key.shape() != Shape{2})
+    throw Error("dp_round_state: the key must be u32[2] (drx::random::key), got " +
+                std::string(dtype_name(key.dtype())) + shape_str(key.shape()));
+  return Tree::dict({{"dp", Tree::dict({{"clip", Tree(full({}, clip, dtype))}, {"key", Tree(key)}})},
+                     {"server", server_state}});
+}
 
 RoundFn fedavg_round(const RoundSpec& spec) {
   check_sgd(spec);
+  check_dp(spec);
   auto round = [spec](Tree params, Tree state, Value x_all, Value y_all, Value idx, Value mask,
                       Value weights) -> Tree {
     DType dt;
@@ -184,27 +234,54 @@ RoundFn fedavg_round(const RoundSpec& spec) {
                   "] placed at clients, got " + wt.str());
     const GradientTransformation client_opt = spec.client.transformation();
     const int64_t full_steps = spec.full_steps;
+    const bool dp = spec.dp.has_value();
+    if (dp && (state.kind() != Tree::Kind::dict || !state.contains("dp") || !state.contains("server")))
+      throw Error("fedavg_round: with DP the state must be {\"dp\": {\"clip\", \"key\"}, "
+                  "\"server\": ...} (optim::dp_round_state), got " + state.structure());
+    Tree server_state = dp ? state["server"] : state;
+    Value clip = dp ? tree_values(state["dp"])["clip"].value() : fill({}, 0.0, dt);
     Tree per_client = map_fn(
-        [client_opt, dt, full_steps](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
-                                     Value w_k) -> Tree {
+        [client_opt, dt, full_steps, dp](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
+                                         Value w_k, Value clip_k) -> Tree {
           Value w = astype(w_k, dt);
           LocalResult r =
               local_train(client_opt, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
-          Tree delta = tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
-                                r.params, p0);
-          Value loss = w * (r.loss_sum / maximum(r.count, 1.0));
-          return Tree::dict({{"delta", delta}, {"loss", loss}, {"weight", w}});
+          std::vector<std::pair<std::string, Tree>> out = {
+              {"loss", Tree(w * (r.loss_sum / maximum(r.count, 1.0)))}, {"weight", Tree(w)}};
+          if (!dp) {
+            out.emplace_back("delta", tree_map([&](const Value& pk,
+                                                   const Value& p0k) { return w * (pk - p0k); },
+                                               r.params, p0));
+            return Tree::dict(std::move(out));
+          }
+          // DP-FedAvg: the participation weight (0 or 1) times the clipped update.
+          privacy::Clipped c = privacy::clip_by_l2_norm(tree_sub(r.params, p0), clip_k);
+          out.emplace_back("delta", tree_map([&](const Value& d) { return w * d; }, c.update));
+          out.emplace_back("unclipped",
+                           Tree(w * astype(less_equal(c.norm, astype(clip_k, dt)), dt)));
+          return Tree::dict(std::move(out));
         },
-        broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask, weights);
+        broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask, weights,
+        broadcast(clip));
     Tree sums = reduce_sum(per_client);
     Value total = sums["weight"];
-    Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
     Value loss = safe_div(sums["loss"].value(), total);
-    auto [new_params, new_state] = spec.server.apply(p, delta, state);
+    if (dp) {
+      DpAggregate agg = dp_aggregate(*spec.dp, sums, tree_values(state["dp"]));
+      auto [new_params, new_server] = spec.server.apply(p, agg.delta, server_state);
+      return Tree::dict(
+          {{"loss", loss},
+           {"params", new_params},
+           {"state", Tree::dict({{"dp", Tree::dict({{"clip", Tree(agg.clip)},
+                                                    {"key", Tree(agg.key)}})},
+                                 {"server", new_server}})}});
+    }
+    Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
+    auto [new_params, new_state] = spec.server.apply(p, delta, server_state);
     // A round without data leaves the server untouched (momentum and Adam moments included).
     Value has = greater(total, scalar_like(total, 0.0));
     auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
-    Tree old_state = tree_values(state);
+    Tree old_state = tree_values(server_state);
     return Tree::dict({{"loss", loss},
                        {"params", tree_map(keep, new_params, p)},
                        {"state", tree_map(keep, new_state, old_state)}});

@@ -1,0 +1,95 @@
+#include "drx/privacy/dp_fedavg.h"
+
+#include <cmath>
+#include <string>
+
+#include "drx/ops/ops.h"
+#include "drx/random/random.h"
+#include "drx/trace/tree_math.h"
+
+namespace drx::privacy {
+namespace {
+
+void require_scalar(const char* op, const char* what, const Value& v) {
+  const Type& t = v.type();
+  if (!is_floating(t.dtype) || !t.shape.empty() || !t.placement.empty())
+    throw Error(std::string(op) + ": " + what + " must be an unplaced floating-point scalar, got " +
+                t.str());
+}
+
+void require_positive(const char* op, const char* what, double v) {
+  if (!(v > 0) || !std::isfinite(v))
+    throw Error(std::string(op) + ": " + what + " = " + std::to_string(v) +
+                ", expected a finite positive number");
+}
+
+}  // namespace
+
+Clipped clip_by_l2_norm(const Tree& update, const Value& clip) {
+  require_scalar("clip_by_l2_norm", "clip", clip);
+  const Value norm = tree_l2_norm(update).value();
+  // min(1, C / norm): C = inf or norm = 0 give inf, so the factor is exactly 1.
+  const Value factor = minimum(astype(clip, norm.dtype()) / norm, scalar_like(norm, 1.0));
+  Tree clipped = tree_map([&](const Value& v) { return v * astype(factor, v.dtype()); },
+                          tree_values(update));
+  return {clipped, norm};
+}
+
+Tree gaussian_noise_like(const Tree& like, const Value& key, const Value& stddev) {
+  require_scalar("gaussian_noise_like", "stddev", stddev);
+  std::vector<Tree> leaves = tree_leaves(like);
+  std::vector<Value> keys = random::split(key, static_cast<int64_t>(leaves.size()));
+  std::vector<Tree> noise;
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const DType dt = leaf_dtype(leaves[i]);
+    if (!is_floating(dt))
+      throw Error("gaussian_noise_like: leaf " + std::to_string(i) + " (" +
+                  leaf_type_str(leaves[i]) + ") is not floating-point");
+    noise.emplace_back(random::normal(keys[i], leaf_shape(leaves[i]), dt) * astype(stddev, dt));
+  }
+  return tree_unflatten(like, noise);
+}
+
+Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multiplier,
+                const Value& clip, double expected_cohort) {
+  require_scalar("noisy_mean", "clip", clip);
+  require_positive("noisy_mean", "expected_cohort", expected_cohort);
+  if (!(noise_multiplier >= 0) || !std::isfinite(noise_multiplier))
+    throw Error("noisy_mean: noise_multiplier = " + std::to_string(noise_multiplier) +
+                ", expected a finite number >= 0");
+  Tree total = tree_values(sum_of_clipped);
+  // z = 0 adds nothing (not 0 * noise, which would be NaN for an infinite clip).
+  if (noise_multiplier > 0)
+    total = tree_add(total, gaussian_noise_like(total, key, clip * noise_multiplier));
+  return tree_map(
+      [&](const Value& v) { return v / fill({}, expected_cohort, v.dtype()); }, total);
+}
+
+Value adapted_clip(const Value& clip, const Value& unclipped_count, const Value& key,
+                   const AdaptiveClipping& a, double expected_cohort) {
+  require_scalar("adapted_clip", "clip", clip);
+  require_scalar("adapted_clip", "unclipped_count", unclipped_count);
+  require_positive("adapted_clip", "expected_cohort", expected_cohort);
+  if (!(a.target_quantile >= 0 && a.target_quantile <= 1) || !(a.learning_rate >= 0) ||
+      !(a.count_noise >= 0) || !std::isfinite(a.learning_rate) || !std::isfinite(a.count_noise))
+    throw Error("adapted_clip: target_quantile " + std::to_string(a.target_quantile) +
+                ", learning_rate " + std::to_string(a.learning_rate) + ", count_noise " +
+                std::to_string(a.count_noise) +
+                ": expected a quantile in [0, 1] and non-negative rates");
+  Value count = astype(unclipped_count, clip.dtype());
+  if (a.count_noise > 0)
+    count = count + random::normal(key, {}, clip.dtype()) * a.count_noise;
+  Value fraction = count / expected_cohort;
+  return clip * exp((fraction - a.target_quantile) * -a.learning_rate);
+}
+
+double update_noise_multiplier(double z, double sigma_b) {
+  if (!(z > 0) || !(2 * sigma_b > z) || !std::isfinite(sigma_b))
+    throw Error("update_noise_multiplier: noise multiplier " + std::to_string(z) +
+                " and count noise " + std::to_string(sigma_b) +
+                ": adaptive clipping needs 2 sigma_b > z > 0 (the count's share of the budget "
+                "must leave some for the update)");
+  return 1.0 / std::sqrt(1.0 / (z * z) - 1.0 / (4 * sigma_b * sigma_b));
+}
+
+}  // namespace drx::privacy
