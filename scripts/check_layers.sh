@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LAYERS=(array ir core ops trace transforms mapreduce exec jit nn optim data)
+LAYERS=(array ir core ops trace transforms mapreduce exec jit nn optim privacy data)
 
 rank() {
   local i
