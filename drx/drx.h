@@ -21,6 +21,8 @@
 #include "drx/optim/optimizers.h"
 #include "drx/optim/schedules.h"
 #include "drx/optim/transform.h"
+#include "drx/privacy/accountant.h"
+#include "drx/privacy/dp_fedavg.h"
 #include "drx/random/random.h"
 #include "drx/trace/function.h"
 #include "drx/trace/program_of.h"

@@ -215,3 +215,18 @@ TEST(DrxHeader, ToolboxOpsOptimizersAndTrees) {
   EXPECT_NEAR(drx::tree_l2_norm(params).array().element_as_double(0), std::sqrt(6.5), 1e-6);
   (void)state;
 }
+
+// "Differential privacy: the accountant".
+TEST(DrxHeader, DifferentialPrivacyAccountant) {
+  namespace dp = drx::privacy;
+  dp::RdpAccountant acct(dp::Sampling::poisson, 100, 10000, 1.0);
+  acct.step(500);
+  dp::EpsilonAtOrder e = acct.epsilon(1e-6);
+  EXPECT_GT(e.epsilon, 0);
+  EXPECT_EQ(dp::default_rdp_orders().size(), 72u);
+  EXPECT_EQ(dp::rdp_poisson_gaussian(1.0, 1.0, {2})[0], 1.0);
+  EXPECT_EQ(dp::rdp_fixed_size_gaussian(5, 5, 1.0, {2}, dp::FixedSizeBound::general_theorem9)[0],
+            1.0);
+  EXPECT_LE(dp::epsilon_from_rdp({2}, {1.0}, 1e-5).epsilon,
+            dp::epsilon_from_rdp({2}, {1.0}, 1e-5, dp::RdpConversion::mironov2017).epsilon);
+}
