@@ -1,4 +1,4 @@
-// The algorithm examples (FedProx, SCAFFOLD, DiLoCo, learned aggregation) against
+// The algorithm examples (FedProx, SCAFFOLD, DiLoCo, DP-FedAvg, learned aggregation) against
 // plain-loop references: float64 loops over the clients on host vectors, with no
 // placements and no drx ops, so the reference shares nothing with the MapReduce path.
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../examples/diloco_lib.h"
+#include "../examples/dp_fedavg_lib.h"
 #include "../examples/fedprox_lib.h"
 #include "../examples/learned_aggregation_lib.h"
 #include "../examples/scaffold_lib.h"
@@ -430,6 +431,79 @@ TEST(Algorithms, LearnedAggregationTrainingLowersValidationLossAndDownweightsCor
   const auto corrupted_end = a.begin() + c.data.corrupted;
   EXPECT_LT(*std::max_element(a.begin(), corrupted_end), *std::min_element(corrupted_end, a.end()));
   for (auto it = a.begin(); it != corrupted_end; ++it) EXPECT_LT(*it, 1.0 / static_cast<double>(n));
+}
+
+// ---- DP-FedAvg --------------------------------------------------------------------------
+
+// The random draws come from drx::random on their own (unplaced programs; the
+// PRNG is pinned in tests/random_test.cpp); everything else is plain loops.
+Vec ref_dp_fedavg_round(const dpfedavg::Config& c, const std::vector<Client>& cls, const Vec& w,
+                        const Array& key, int* participants) {
+  namespace rnd = drx::random;
+  auto [sample_key, noise_key] = rnd::split2(key);
+  auto joins = jit([q = c.q](Value k) { return astype(rnd::bernoulli(k, q, {}), DType::i32); });
+  Vec sum(w.size(), 0.0);
+  *participants = 0;
+  for (size_t k = 0; k < cls.size(); ++k) {
+    if (joins(rnd::fold_in(sample_key, static_cast<int64_t>(k))).item<int32_t>() == 0) continue;
+    ++*participants;
+    Vec v = ref_local_sgd(cls[k], w, c.local_steps, c.lr);
+    double norm = 0;
+    for (size_t j = 0; j < w.size(); ++j) norm += (v[j] - w[j]) * (v[j] - w[j]);
+    const double f = std::min(1.0, c.clip / std::sqrt(norm));
+    for (size_t j = 0; j < w.size(); ++j) sum[j] += f * (v[j] - w[j]);
+  }
+  // The sum's single leaf gets the key split(noise_key, 1)[0].
+  const int64_t dim = static_cast<int64_t>(w.size());
+  Array noise =
+      jit([dim](Value k) { return rnd::normal(k, {dim}, drx::f64); })(rnd::split(noise_key, 1)[0]);
+  const double expected = c.q * static_cast<double>(cls.size());
+  Vec out = w;
+  for (size_t j = 0; j < w.size(); ++j)
+    out[j] += (sum[j] + c.noise * c.clip * noise.data<double>()[j]) / expected;
+  return out;
+}
+
+TEST(Algorithms, DpFedAvgRoundsMatchPlainLoopsOnAnyMesh) {
+  dpfedavg::Config c;
+  algos::Data d = algos::make_data(c.data);
+  std::vector<Client> cls = clients_of(d);
+  auto round = jit(dpfedavg::round_program(c));
+  Vec w(static_cast<size_t>(c.data.dim), 0.0);
+  Array wa = f64_vec(w);
+  std::set<int> counts;
+  for (int r = 0; r < 4; ++r) {
+    const Array key = dpfedavg::round_key(c, r);
+    int participants = 0;
+    w = ref_dp_fedavg_round(c, cls, w, key, &participants);
+    counts.insert(participants);
+    Array next = round(wa, key, d.x, d.y, d.mask);
+    EXPECT_TRUE(ArrayNear(next, w, kTol, kTol)) << "round " << r;
+    for (int devices : {2, 3, 4})
+      EXPECT_TRUE(
+          jit(dpfedavg::round_program(c), Mesh({{"clients", devices}}))(wa, key, d.x, d.y, d.mask)
+              .bitwise_equal(next))
+          << devices << " devices, round " << r;
+    wa = next;
+  }
+  // Poisson sampling: the cohort size varies from round to round.
+  EXPECT_GT(counts.size(), 1u);
+  // Without noise and clipping the round is the plain sum of the participants' updates
+  // over qN: the noise and the clip both matter to the result above.
+  dpfedavg::Config plain = c;
+  plain.noise = 0, plain.clip = 1e9;
+  int participants = 0;
+  Vec w0(static_cast<size_t>(c.data.dim), 0.0);
+  Vec want = ref_dp_fedavg_round(plain, cls, w0, dpfedavg::round_key(c, 0), &participants);
+  Array got =
+      jit(dpfedavg::round_program(plain))(f64_vec(w0), dpfedavg::round_key(c, 0), d.x, d.y, d.mask);
+  EXPECT_TRUE(ArrayNear(got, want, kTol, kTol));
+  Vec noisy = ref_dp_fedavg_round(c, cls, w0, dpfedavg::round_key(c, 0), &participants);
+  double diff = 0;
+  for (size_t j = 0; j < want.size(); ++j) diff = std::max(diff, std::abs(want[j] - noisy[j]));
+  EXPECT_GT(diff, 1e-3);
+  // The accountant's epsilon grows with the rounds.
+  EXPECT_LT(dpfedavg::epsilon(c, 5), dpfedavg::epsilon(c, 15));
 }
 
 }  // namespace

@@ -217,6 +217,22 @@ TEST(DrxHeader, ToolboxOpsOptimizersAndTrees) {
 }
 
 // "Differential privacy: the accountant".
+// The random-number snippet of the public API (shared/API.md).
+TEST(DrxHeader, RandomNumbers) {
+  drx::Array key = drx::random::key(42);
+  auto keys = drx::random::split(key, 2);
+  ASSERT_EQ(keys.size(), 2u);
+  auto f = drx::jit([](drx::Value k) {
+    drx::Value u = drx::random::uniform(k, {3, 4}, drx::f32);
+    drx::Value z = drx::random::normal(k, {3, 4}, drx::f32);
+    drx::Value k2 = drx::random::fold_in(k, 7);
+    return drx::Tree::list({drx::Tree(u), drx::Tree(z), drx::Tree(k2)});
+  });
+  drx::Tree out = f(keys[0]);
+  EXPECT_EQ(out[0].array().shape(), (drx::Shape{3, 4}));
+  EXPECT_TRUE(out[2].array().bitwise_equal(drx::random::fold_in(keys[0], 7)));
+}
+
 TEST(DrxHeader, DifferentialPrivacyAccountant) {
   namespace dp = drx::privacy;
   dp::RdpAccountant acct(dp::Sampling::poisson, 100, 10000, 1.0);

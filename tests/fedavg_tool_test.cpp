@@ -545,6 +545,89 @@ TEST_F(FedavgTool, ProgressLines) {
   EXPECT_EQ(quiet.str(), "");
 }
 
+// Reads metrics.csv into rows of cells (a trailing empty cell kept).
+std::vector<std::vector<std::string>> csv_rows(const std::string& text, std::string* header) {
+  std::istringstream csv(text);
+  std::string line;
+  std::getline(csv, line);
+  *header = line;
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, ',')) cells.push_back(cell);
+    if (!line.empty() && line.back() == ',') cells.push_back("");
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST_F(FedavgTool, DpFedAvgReportsTheAccountantsEpsilonAndResumesBitExactly) {
+  const std::string data = synthetic_data();
+  for (const std::string& sampling : {std::string("poisson"), std::string("fixed")}) {
+    auto run = [&](const std::string& out, int64_t rounds, std::vector<std::string> more) {
+      std::vector<std::string> args = quick_run(data, out, rounds);
+      for (const char* a :
+           {"--dp-clip", "0.5", "--dp-noise", "1.1", "--dp-delta", "1e-3", "--dp-sampling"})
+        args.push_back(a);
+      args.push_back(sampling);
+      args.insert(args.end(), more.begin(), more.end());
+      return cli(args);
+    };
+    CliResult full = run(path("dp-" + sampling), 4, {});
+    ASSERT_EQ(full.code, 0) << full.err;
+    EXPECT_NE(full.out.find("DP (epsilon "), std::string::npos) << full.out;
+    std::string header;
+    auto rows = csv_rows(slurp(path("dp-" + sampling + "/metrics.csv")), &header);
+    EXPECT_EQ(header, "round,train_loss,test_loss,test_accuracy,elapsed_s,epsilon");
+    ASSERT_EQ(rows.size(), 4u);
+    // The population's 10 clients, a cohort of 3: q = 0.3 (Poisson), or 3 of 10 replaced-one
+    // with the sum's sensitivity 2C (multiplier z / 2).
+    const bool fixed = sampling == "fixed";
+    for (int64_t r : {2, 4}) {
+      drx::privacy::RdpAccountant a(
+          fixed ? drx::privacy::Sampling::fixed_size : drx::privacy::Sampling::poisson, 3, 10,
+          fixed ? 0.55 : 1.1);
+      a.step(r);
+      const double want = a.epsilon(1e-3).epsilon;
+      ASSERT_EQ(rows[static_cast<size_t>(r - 1)].size(), 6u);
+      EXPECT_NEAR(std::stod(rows[static_cast<size_t>(r - 1)][5]), want, 1e-5 * want) << sampling;
+    }
+    EXPECT_EQ(rows[0][5], "");  // not evaluated: no epsilon column value
+    // The round state carries the clip and the noise key; a resume continues bit for bit.
+    CliResult part = run(path("dp-part-" + sampling), 2, {});
+    ASSERT_EQ(part.code, 0) << part.err;
+    CliResult resumed = run(path("dp-part-" + sampling), 4, {"--resume"});
+    ASSERT_EQ(resumed.code, 0) << resumed.err;
+    fa::Checkpoint a = fa::read_checkpoint(path("dp-" + sampling + "/checkpoint.bin"));
+    fa::Checkpoint b = fa::read_checkpoint(path("dp-part-" + sampling + "/checkpoint.bin"));
+    EXPECT_TRUE(same_tree(a.params, b.params));
+    EXPECT_TRUE(same_tree(a.state, b.state));
+    EXPECT_EQ(a.state.structure(), "{dp:{clip:*,key:*},server:[]}");
+    EXPECT_EQ(slurp(path("dp-" + sampling + "/metrics.csv")).substr(0, 20),
+              slurp(path("dp-part-" + sampling + "/metrics.csv")).substr(0, 20));
+    EXPECT_EQ(csv_rows(slurp(path("dp-part-" + sampling + "/metrics.csv")), &header)[3][5],
+              rows[3][5]);
+  }
+  // Adaptive clipping moves the clip; its count noise must leave budget for the update.
+  std::vector<std::string> args = quick_run(data, path("dp-adaptive"), 2);
+  for (const char* a :
+       {"--dp-clip", "0.5", "--dp-noise", "0.5", "--dp-quantile", "0.5", "--dp-count-noise", "1"})
+    args.push_back(a);
+  CliResult adaptive = cli(args);
+  ASSERT_EQ(adaptive.code, 0) << adaptive.err;
+  fa::Checkpoint c = fa::read_checkpoint(path("dp-adaptive/checkpoint.bin"));
+  EXPECT_NE(c.state["dp"]["clip"].array().item<float>(), 0.5f);
+  args.back() = "0.2";  // 2 x 0.2 < 0.5
+  CliResult refused = cli(args);
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--dp-count-noise"), std::string::npos) << refused.err;
+  CliResult orphan = cli({"fedavg", "--dp-noise", "1"});
+  EXPECT_EQ(orphan.code, 2);
+  EXPECT_NE(orphan.err.find("--dp-clip"), std::string::npos) << orphan.err;
+}
+
 TEST_F(FedavgTool, RealDatasetLearns) {
   if (!fs::exists(std::string(drx::data::kFashionMnistDir) + "/train-images-idx3-ubyte.gz"))
     GTEST_SKIP() << "Fashion-MNIST is not installed in " << drx::data::kFashionMnistDir;

@@ -703,4 +703,208 @@ TEST(OptimRound, MnistSizedRoundTracesAndCompilesQuickly) {
   }
 }
 
+// ---- DP-FedAvg ---------------------------------------------------------------------
+
+namespace dp = drx::privacy;
+
+double l2(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+// A DP round of the uneven setup: 4 clients, one of them empty, participation 0/1.
+struct DpSetup {
+  UnevenSetup u;
+  Tree params =
+      with_random_biases(drx::nn::mlp_init({6, 5, 3}, 6, drx::nn::Init::he_normal, drx::f64), 4);
+  drx::data::CohortBatches b = u.batches(4, 0, 0);
+  RoundSpec spec() const {
+    RoundSpec s;
+    s.cohort = 4, s.steps = 4, s.batch = 4, s.client = {0.3, 0.5};
+    return s;
+  }
+  Tree run(const RoundSpec& s, double clip, const Array& participation, uint64_t key = 1) const {
+    Tree state = drx::optim::dp_round_state(Tree(), clip, drx::random::key(key), drx::f64);
+    return drx::jit(drx::optim::fedavg_round(s))(params, state, x_array(u.d), y_array(u.d), b.idx,
+                                                 b.mask, participation);
+  }
+  // The clients' deltas from the plain-loop reference.
+  std::vector<std::vector<double>> deltas() const {
+    auto rows = real_rows(b.idx, b.mask);
+    std::vector<double> x = flat(params);
+    std::vector<std::vector<double>> out;
+    for (size_t k = 0; k < 4; ++k) {
+      double ls = 0, cnt = 0;
+      std::vector<double> pk =
+          ref_client(RefMlp::of(params), u.d, rows[k], 0.3, 0.5, &ls, &cnt).flat();
+      for (size_t i = 0; i < x.size(); ++i) pk[i] -= x[i];
+      out.push_back(pk);
+    }
+    return out;
+  }
+};
+
+TEST(OptimDp, ClippedRoundIsTheFixedDenominatorMeanOfClippedDeltas) {
+  DpSetup s;
+  std::vector<std::vector<double>> deltas = s.deltas();
+  const double clip = 0.5 * l2(deltas[2]);  // client 2 is clipped, the others not all
+  RoundSpec spec = s.spec();
+  spec.dp = drx::optim::DpSpec{0.0, 3.0};  // z = 0, expected cohort 3
+  // Clients 0, 2, 3 take part (3 has no data); client 1 is padding.
+  Array part = Array::from_vector<float>({1, 0, 1, 1}, {4});
+  Tree out = s.run(spec, clip, part);
+  std::vector<double> want = flat(s.params);
+  for (size_t k : {0u, 2u, 3u}) {
+    const double f = std::min(1.0, clip / std::max(l2(deltas[k]), 1e-300));
+    for (size_t i = 0; i < want.size(); ++i) want[i] += f * deltas[k][i] / 3.0;
+  }
+  EXPECT_LT(max_abs_diff(flat(out["params"]), want), 1e-12);
+  // One participant alone with expected cohort 1: the step is its clipped delta, norm <= C.
+  spec.dp = drx::optim::DpSpec{0.0, 1.0};
+  for (size_t k = 0; k < 3; ++k) {
+    std::vector<float> one(4, 0.0f);
+    one[k] = 1.0f;
+    Tree alone = s.run(spec, clip, Array::from_vector<float>(one, {4}));
+    std::vector<double> step = flat(alone["params"]), x = flat(s.params);
+    for (size_t i = 0; i < x.size(); ++i) step[i] -= x[i];
+    EXPECT_LE(l2(step), clip * (1 + 1e-12)) << k;
+    EXPECT_NEAR(l2(step), std::min(clip, l2(deltas[k])), 1e-12) << k;
+  }
+  EXPECT_GT(l2(deltas[2]), 1.5 * clip);  // the test can tell clipped from unclipped
+}
+
+TEST(OptimDp, NoNoiseAndInfiniteClipIsUniformFedAvgBitwise) {
+  DpSetup s;
+  for (ServerKind kind : {ServerKind::fedavg, ServerKind::fedadam}) {
+    RoundSpec plain = s.spec();
+    plain.server.kind = kind;
+    plain.server.lr = kind == ServerKind::fedavg ? 1.0 : 0.1;
+    RoundSpec dp = plain;
+    dp.dp = drx::optim::DpSpec{0.0, 4.0};
+    Array uniform = Array::from_vector<float>({1, 1, 1, 1}, {4});
+    Tree state0 = plain.server.init(s.params);
+    Tree want = drx::jit(drx::optim::fedavg_round(plain))(
+        s.params, state0, x_array(s.u.d), y_array(s.u.d), s.b.idx, s.b.mask, uniform);
+    Tree state = drx::optim::dp_round_state(state0, INFINITY, drx::random::key(3), drx::f64);
+    Tree got = drx::jit(drx::optim::fedavg_round(dp))(s.params, state, x_array(s.u.d),
+                                                      y_array(s.u.d), s.b.idx, s.b.mask, uniform);
+    std::vector<Tree> g = drx::tree_leaves(got["params"]), w = drx::tree_leaves(want["params"]);
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      EXPECT_TRUE(g[i].array().bitwise_equal(w[i].array())) << server_kind_name(kind) << i;
+    std::vector<Tree> gs = drx::tree_leaves(got["state"]["server"]),
+                      ws = drx::tree_leaves(want["state"]);
+    for (size_t i = 0; i < gs.size(); ++i) EXPECT_TRUE(gs[i].array().bitwise_equal(ws[i].array()));
+    EXPECT_TRUE(got["loss"].array().bitwise_equal(want["loss"].array()));
+  }
+}
+
+TEST(OptimDp, NoiseHasTheConfiguredStandardDeviation) {
+  // Zero sums: the noisy mean is pure noise of std z C / m, drawn per leaf.
+  const double z = 1.3, clip = 0.7, m = 2.0;
+  auto f =
+      drx::jit([&](Tree sums, Value key, Value c) { return dp::noisy_mean(sums, key, z, c, m); });
+  Tree zeros =
+      Tree::dict({{"a", drx::zeros({400000}, drx::f64)}, {"b", drx::zeros({200000}, drx::f32)}});
+  Tree noise = f(zeros, drx::random::key(17), Array::scalar(clip));
+  const double sd = z * clip / m;
+  for (const char* leaf : {"a", "b"}) {
+    std::vector<double> v = to_doubles(noise[leaf].array());
+    double mean = 0, var = 0;
+    for (double x : v) mean += x;
+    mean /= static_cast<double>(v.size());
+    for (double x : v) var += (x - mean) * (x - mean);
+    var /= static_cast<double>(v.size() - 1);
+    const double n = static_cast<double>(v.size());
+    EXPECT_NEAR(mean, 0.0, 5 * sd / std::sqrt(n)) << leaf;
+    EXPECT_NEAR(std::sqrt(var), sd, 5 * sd / std::sqrt(2 * n)) << leaf;
+  }
+  // Leaves get independent streams; the same key gives the same noise.
+  std::vector<double> a = to_doubles(noise["a"].array()), b = to_doubles(noise["b"].array());
+  double c = 0;
+  for (size_t i = 0; i < b.size(); ++i) c += a[i] * b[i];
+  EXPECT_LT(std::abs(c / static_cast<double>(b.size())) / (sd * sd), 5 / std::sqrt(2e5));
+  EXPECT_TRUE(f(zeros, drx::random::key(17), Array::scalar(clip))["a"].array().bitwise_equal(
+      noise["a"].array()));
+  // In the round: z = 2, clip 1e-9 (updates all clipped to almost nothing), one participant,
+  // expected cohort 1: the step is N(0, (2e-9)^2) per parameter.
+  DpSetup s;
+  RoundSpec spec = s.spec();
+  spec.dp = drx::optim::DpSpec{2.0, 1.0};
+  Tree out = s.run(spec, 1e-9, Array::from_vector<float>({0, 0, 1, 0}, {4}), 5);
+  std::vector<double> step = flat(out["params"]), x = flat(s.params);
+  double ss = 0;
+  for (size_t i = 0; i < x.size(); ++i) ss += (step[i] - x[i]) * (step[i] - x[i]);
+  const double rms = std::sqrt(ss / static_cast<double>(x.size()));
+  EXPECT_NEAR(rms, 2e-9, 2e-9 * 5 / std::sqrt(2.0 * static_cast<double>(x.size())));
+  // The key moves on: the next round's noise differs.
+  EXPECT_FALSE(out["state"]["dp"]["key"].array().bitwise_equal(drx::random::key(5)));
+}
+
+TEST(OptimDp, AdaptiveClippingFollowsTheGeometricRule) {
+  auto step = drx::jit([](Value c, Value count, Value key) {
+    return dp::adapted_clip(c, count, key, {0.5, 0.2, 0.0}, 4.0);
+  });
+  // No count noise: C exp(-eta (b - gamma)) exactly, b = 3 / 4.
+  EXPECT_NEAR(step(Array::scalar(2.0), Array::scalar(3.0), drx::random::key(0)).item<double>(),
+              2.0 * std::exp(-0.2 * (0.75 - 0.5)), 1e-15);
+  // With count noise: E[b] = unclipped / m, and log C' - log C = -eta (b - gamma) has std
+  // eta sigma_b / m over many keys.
+  auto noisy = drx::jit(drx::vmap([](Value key) {
+    return dp::adapted_clip(drx::fill({}, 1.0, drx::f64), drx::fill({}, 2.0, drx::f64), key,
+                            {0.5, 0.2, 0.8}, 4.0);
+  }));
+  Array keys(drx::u32, {20000, 2});
+  for (int64_t i = 0; i < 20000; ++i) {
+    std::vector<uint32_t> k = drx::random::fold_in(drx::random::key(9), i).to_vector<uint32_t>();
+    keys.data<uint32_t>()[2 * i] = k[0], keys.data<uint32_t>()[2 * i + 1] = k[1];
+  }
+  std::vector<double> logs;
+  for (double c : to_doubles(noisy(keys))) logs.push_back(std::log(c));
+  double mean = 0, var = 0;
+  for (double l : logs) mean += l;
+  mean /= 20000;
+  for (double l : logs) var += (l - mean) * (l - mean);
+  var /= 19999;
+  const double sd = 0.2 * 0.8 / 4.0;
+  EXPECT_NEAR(mean, 0.0, 5 * sd / std::sqrt(20000.0));
+  EXPECT_NEAR(std::sqrt(var), sd, 5 * sd / std::sqrt(40000.0));
+  // The round: every participant's norm under C -> b = participants / m -> C shrinks.
+  DpSetup s;
+  RoundSpec spec = s.spec();
+  spec.dp = drx::optim::DpSpec{0.0, 3.0, 0.5, 0.2, 0.0};
+  Tree out = s.run(spec, 1e6, Array::from_vector<float>({1, 0, 1, 1}, {4}));
+  EXPECT_NEAR(out["state"]["dp"]["clip"].array().item<double>(), 1e6 * std::exp(-0.2 * 0.5), 1e-6);
+  // The update's share of the noise: (z^-2 - (2 sigma_b)^-2)^(-1/2).
+  EXPECT_NEAR(dp::update_noise_multiplier(1.0, 5.0), 1.0 / std::sqrt(1.0 - 0.01), 1e-15);
+}
+
+TEST(OptimDp, ClipAndErrors) {
+  auto clip_fn = drx::jit([](Tree t, Value c) {
+    dp::Clipped r = dp::clip_by_l2_norm(t, c);
+    return Tree::list({r.update, Tree(r.norm)});
+  });
+  Tree t = Tree::dict(
+      {{"a", drx::testing::f64_array({3, 0}, {2})}, {"b", drx::testing::f64_array({4}, {1})}});
+  Tree r = clip_fn(t, Array::scalar(2.5));
+  EXPECT_TRUE(ArrayNear(r[0]["a"].array(), {1.5, 0}, 1e-15));
+  EXPECT_TRUE(ArrayNear(r[0]["b"].array(), {2.0}, 1e-15));
+  EXPECT_DOUBLE_EQ(r[1].array().item<double>(), 5.0);
+  Tree same = clip_fn(t, Array::scalar(INFINITY));
+  EXPECT_TRUE(same[0]["a"].array().bitwise_equal(t["a"].array()));
+  Tree zero = clip_fn(Tree::dict({{"a", drx::zeros({3}, drx::f64)}}), Array::scalar(1.0));
+  EXPECT_TRUE(ArrayNear(zero[0]["a"].array(), {0, 0, 0}, 0));
+  drx::testing::expect_error([] { dp::update_noise_multiplier(1.0, 0.4); },
+                             {"update_noise_multiplier", "2 sigma_b > z"});
+  drx::testing::expect_error(
+      [] { drx::optim::dp_round_state(Tree(), -1, drx::random::key(0), drx::f64); },
+      {"dp_round_state", "clip"});
+  RoundSpec spec;
+  spec.dp = drx::optim::DpSpec{-1.0, 3.0};
+  drx::testing::expect_error([&] { drx::optim::fedavg_round(spec); }, {"noise multiplier"});
+  spec.dp = drx::optim::DpSpec{1.0, 3.0, 0.5, 0.2, 0.1};  // 2 sigma_b < z
+  drx::testing::expect_error([&] { drx::optim::fedavg_round(spec); }, {"2 sigma_b > z"});
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 #include "drx/data/sampling.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 #include <string>
@@ -41,6 +42,26 @@ std::vector<int64_t> sample_cohort(int64_t num_clients, int64_t cohort_size, uin
   ids.resize(static_cast<size_t>(cohort_size));
   std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+std::vector<int64_t> sample_poisson_cohort(int64_t num_clients, double q, uint64_t seed,
+                                           int64_t round) {
+  if (num_clients < 0 || !(q >= 0 && q <= 1))
+    throw Error("sample_poisson_cohort: sampling rate q = " + std::to_string(q) + " of " +
+                std::to_string(num_clients) + " clients (need 0 <= q <= 1, clients >= 0)");
+  if (round < 0)
+    throw Error("sample_poisson_cohort: round " + std::to_string(round) + " is negative");
+  std::mt19937_64 rng(derive_seed(seed, static_cast<uint64_t>(round), 0x9015504ULL));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<int64_t> ids;
+  for (int64_t c = 0; c < num_clients; ++c)
+    if (u(rng) < q) ids.push_back(c);
+  return ids;
+}
+
+int64_t poisson_cohort_capacity(int64_t num_clients, double q) {
+  const double m = q * static_cast<double>(num_clients);
+  return std::min<int64_t>(num_clients, static_cast<int64_t>(std::ceil(m + 8 * std::sqrt(m) + 30)));
 }
 
 }  // namespace drx::data

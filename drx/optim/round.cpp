@@ -178,8 +178,9 @@ void check_dp(const RoundSpec& spec) {
                 std::to_string(d.expected_cohort));
   if (d.adaptive()) {
     if (d.target_quantile > 1 || !(d.clip_lr >= 0) || !(d.count_noise >= 0))
-      throw Error("fedavg_round: adaptive clipping needs a target quantile in (0, 1] and "
-                  "non-negative clip learning rate and count noise");
+      throw Error(
+          "fedavg_round: adaptive clipping needs a target quantile in (0, 1] and "
+          "non-negative clip learning rate and count noise");
     if (d.noise_multiplier > 0) privacy::update_noise_multiplier(d.noise_multiplier, d.count_noise);
   }
 }
@@ -212,8 +213,9 @@ Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DTy
   if (key.dtype() != DType::u32 || key.shape() != Shape{2})
     throw Error("dp_round_state: the key must be u32[2] (drx::random::key), got " +
                 std::string(dtype_name(key.dtype())) + shape_str(key.shape()));
-  return Tree::dict({{"dp", Tree::dict({{"clip", Tree(full({}, clip, dtype))}, {"key", Tree(key)}})},
-                     {"server", server_state}});
+  return Tree::dict(
+      {{"dp", Tree::dict({{"clip", Tree(full({}, clip, dtype))}, {"key", Tree(key)}})},
+       {"server", server_state}});
 }
 
 RoundFn fedavg_round(const RoundSpec& spec) {
@@ -235,34 +237,38 @@ RoundFn fedavg_round(const RoundSpec& spec) {
     const GradientTransformation client_opt = spec.client.transformation();
     const int64_t full_steps = spec.full_steps;
     const bool dp = spec.dp.has_value();
-    if (dp && (state.kind() != Tree::Kind::dict || !state.contains("dp") || !state.contains("server")))
-      throw Error("fedavg_round: with DP the state must be {\"dp\": {\"clip\", \"key\"}, "
-                  "\"server\": ...} (optim::dp_round_state), got " + state.structure());
+    if (dp &&
+        (state.kind() != Tree::Kind::dict || !state.contains("dp") || !state.contains("server")))
+      throw Error(
+          "fedavg_round: with DP the state must be {\"dp\": {\"clip\", \"key\"}, "
+          "\"server\": ...} (optim::dp_round_state), got " +
+          state.structure());
     Tree server_state = dp ? state["server"] : state;
-    Value clip = dp ? tree_values(state["dp"])["clip"].value() : fill({}, 0.0, dt);
+    // The clients read the clip only under DP (an empty tree otherwise: no operand).
+    Tree client_clip = dp ? Tree(broadcast(tree_values(state["dp"])["clip"].value())) : Tree();
     Tree per_client = map_fn(
         [client_opt, dt, full_steps, dp](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
-                                         Value w_k, Value clip_k) -> Tree {
+                                         Value w_k, Tree clip_k) -> Tree {
           Value w = astype(w_k, dt);
           LocalResult r =
               local_train(client_opt, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
           std::vector<std::pair<std::string, Tree>> out = {
               {"loss", Tree(w * (r.loss_sum / maximum(r.count, 1.0)))}, {"weight", Tree(w)}};
           if (!dp) {
-            out.emplace_back("delta", tree_map([&](const Value& pk,
-                                                   const Value& p0k) { return w * (pk - p0k); },
-                                               r.params, p0));
+            out.emplace_back(
+                "delta", tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
+                                  r.params, p0));
             return Tree::dict(std::move(out));
           }
           // DP-FedAvg: the participation weight (0 or 1) times the clipped update.
-          privacy::Clipped c = privacy::clip_by_l2_norm(tree_sub(r.params, p0), clip_k);
+          const Value clip = clip_k.value();
+          privacy::Clipped c = privacy::clip_by_l2_norm(tree_sub(r.params, p0), clip);
           out.emplace_back("delta", tree_map([&](const Value& d) { return w * d; }, c.update));
-          out.emplace_back("unclipped",
-                           Tree(w * astype(less_equal(c.norm, astype(clip_k, dt)), dt)));
+          out.emplace_back("unclipped", Tree(w * astype(less_equal(c.norm, astype(clip, dt)), dt)));
           return Tree::dict(std::move(out));
         },
         broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask, weights,
-        broadcast(clip));
+        client_clip);
     Tree sums = reduce_sum(per_client);
     Value total = sums["weight"];
     Value loss = safe_div(sums["loss"].value(), total);
@@ -272,9 +278,9 @@ RoundFn fedavg_round(const RoundSpec& spec) {
       return Tree::dict(
           {{"loss", loss},
            {"params", new_params},
-           {"state", Tree::dict({{"dp", Tree::dict({{"clip", Tree(agg.clip)},
-                                                    {"key", Tree(agg.key)}})},
-                                 {"server", new_server}})}});
+           {"state",
+            Tree::dict({{"dp", Tree::dict({{"clip", Tree(agg.clip)}, {"key", Tree(agg.key)}})},
+                        {"server", new_server}})}});
     }
     Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
     auto [new_params, new_state] = spec.server.apply(p, delta, server_state);

@@ -30,8 +30,8 @@ Clipped clip_by_l2_norm(const Tree& update, const Value& clip) {
   const Value norm = tree_l2_norm(update).value();
   // min(1, C / norm): C = inf or norm = 0 give inf, so the factor is exactly 1.
   const Value factor = minimum(astype(clip, norm.dtype()) / norm, scalar_like(norm, 1.0));
-  Tree clipped = tree_map([&](const Value& v) { return v * astype(factor, v.dtype()); },
-                          tree_values(update));
+  Tree clipped =
+      tree_map([&](const Value& v) { return v * astype(factor, v.dtype()); }, tree_values(update));
   return {clipped, norm};
 }
 
@@ -61,8 +61,7 @@ Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multi
   // z = 0 adds nothing (not 0 * noise, which would be NaN for an infinite clip).
   if (noise_multiplier > 0)
     total = tree_add(total, gaussian_noise_like(total, key, clip * noise_multiplier));
-  return tree_map(
-      [&](const Value& v) { return v / fill({}, expected_cohort, v.dtype()); }, total);
+  return tree_map([&](const Value& v) { return v / fill({}, expected_cohort, v.dtype()); }, total);
 }
 
 Value adapted_clip(const Value& clip, const Value& unclipped_count, const Value& key,
@@ -77,8 +76,7 @@ Value adapted_clip(const Value& clip, const Value& unclipped_count, const Value&
                 std::to_string(a.count_noise) +
                 ": expected a quantile in [0, 1] and non-negative rates");
   Value count = astype(unclipped_count, clip.dtype());
-  if (a.count_noise > 0)
-    count = count + random::normal(key, {}, clip.dtype()) * a.count_noise;
+  if (a.count_noise > 0) count = count + random::normal(key, {}, clip.dtype()) * a.count_noise;
   Value fraction = count / expected_cohort;
   return clip * exp((fraction - a.target_quantile) * -a.learning_rate);
 }

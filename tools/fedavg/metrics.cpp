@@ -97,15 +97,19 @@ void polyline(std::ostringstream& os, const Panel& p,
 bool MetricsRow::evaluated() const { return !std::isnan(test_accuracy); }
 
 std::string metrics_csv(const std::vector<MetricsRow>& rows) {
+  const bool dp = std::any_of(rows.begin(), rows.end(),
+                              [](const MetricsRow& r) { return !std::isnan(r.epsilon); });
   std::ostringstream os;
-  os << "round,train_loss,test_loss,test_accuracy,elapsed_s\n";
+  os << "round,train_loss,test_loss,test_accuracy,elapsed_s" << (dp ? ",epsilon" : "") << "\n";
   for (const MetricsRow& r : rows) {
     os << r.round << "," << num(r.train_loss, "%.6f") << ",";
     if (r.evaluated())
       os << num(r.test_loss, "%.6f") << "," << num(r.test_accuracy, "%.6f");
     else
       os << ",";
-    os << "," << num(r.elapsed_s, "%.3f") << "\n";
+    os << "," << num(r.elapsed_s, "%.3f");
+    if (dp) os << "," << (std::isnan(r.epsilon) ? "" : num(r.epsilon, "%.6g"));
+    os << "\n";
   }
   return os.str();
 }

@@ -1,5 +1,6 @@
 #include "tools/fedavg/options.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -150,6 +151,23 @@ Options parse_options(const std::vector<std::string>& args) {
            bad(f, v, "an integer in [0, 2^64)");
          o.seed = s;
        }},
+      {"--dp-clip",
+       [&](auto& f, auto& v) {
+         o.dp_clip = v == "inf" ? INFINITY : parse_real(f, v, 0, true, 1e12, false);
+       }},
+      {"--dp-noise",
+       [&](auto& f, auto& v) { o.dp_noise = parse_real(f, v, 0, false, 1e6, false); }},
+      {"--dp-sampling",
+       [&](auto& f, auto& v) {
+         o.dp_sampling = parse_choice(f, v, {"poisson", "fixed"});
+       }},
+      {"--dp-delta", [&](auto& f, auto& v) { o.dp_delta = parse_real(f, v, 0, true, 1, true); }},
+      {"--dp-quantile",
+       [&](auto& f, auto& v) { o.dp_quantile = parse_real(f, v, 0, true, 1, true); }},
+      {"--dp-clip-lr",
+       [&](auto& f, auto& v) { o.dp_clip_lr = parse_real(f, v, 0, false, 1e6, false); }},
+      {"--dp-count-noise",
+       [&](auto& f, auto& v) { o.dp_count_noise = parse_real(f, v, 0, false, 1e9, false); }},
       {"--eval-every", [&](auto& f, auto& v) { o.eval_every = parse_int(f, v, 1, INT64_MAX); }},
       {"--checkpoint-every",
        [&](auto& f, auto& v) { o.checkpoint_every = parse_int(f, v, 1, INT64_MAX); }},
@@ -195,6 +213,22 @@ Options parse_options(const std::vector<std::string>& args) {
   if (o.cohort > o.clients)
     throw UsageError("fedavg: --cohort expects at most --clients (" + std::to_string(o.clients) +
                      ") clients, got '" + std::to_string(o.cohort) + "'");
+  const bool dp_flag = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a.starts_with("--dp-") && !a.starts_with("--dp-clip=") && a != "--dp-clip";
+  });
+  if (dp_flag && !o.dp())
+    throw UsageError(
+        "fedavg: the --dp-* flags need --dp-clip C (the L2 clip that turns on "
+        "DP-FedAvg; 'inf' for none)");
+  if (o.dp() && o.dp_quantile > 0 && o.dp_noise > 0) {
+    const double sigma_b = o.dp_count_noise >= 0 ? o.dp_count_noise : o.cohort / 20.0;
+    if (!(2 * sigma_b > o.dp_noise))
+      throw UsageError("fedavg: adaptive clipping (--dp-quantile) spends part of --dp-noise " +
+                       fmt(o.dp_noise) +
+                       " on the unclipped count; it needs 2 x --dp-count-noise "
+                       "(here " +
+                       fmt(sigma_b) + ") > --dp-noise");
+  }
   if (o.out_dir.empty()) throw UsageError("fedavg: --out expects a directory, got ''");
   if (o.data_dir.empty()) throw UsageError("fedavg: --data expects a directory, got ''");
   return o;
@@ -227,6 +261,16 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
   if (adaptive) f.emplace_back("--adam-beta1", fmt(o.adam_beta1));
   if (adaptive && o.server_opt != "fedadagrad") f.emplace_back("--adam-beta2", fmt(o.adam_beta2));
   if (adaptive) f.emplace_back("--adam-eps", fmt(o.adam_eps));
+  if (o.dp()) {
+    f.emplace_back("--dp-clip", fmt(o.dp_clip));
+    f.emplace_back("--dp-noise", fmt(o.dp_noise));
+    f.emplace_back("--dp-sampling", o.dp_sampling);
+    if (o.dp_quantile > 0) {
+      f.emplace_back("--dp-quantile", fmt(o.dp_quantile));
+      f.emplace_back("--dp-clip-lr", fmt(o.dp_clip_lr));
+      f.emplace_back("--dp-count-noise", fmt(o.dp_count_noise));
+    }
+  }
   f.emplace_back("--seed", std::to_string(o.seed));
   return f;
 }
@@ -289,6 +333,26 @@ const char* details_text() {
        << short_num(d.adam_beta2) << ")\n"
        << "  --adam-eps E            fedadam/fedyogi/fedadagrad adaptivity tau (default "
        << short_num(d.adam_eps) << ")\n"
+       << "differential privacy (DP-FedAvg, McMahan et al. 2018):\n"
+          "  --dp-clip C             clip each client's update to L2 norm C (inf: no clipping)\n"
+          "                          and turn DP-FedAvg on: uniform weights, noise on the sum,\n"
+          "                          divided by the expected cohort size\n"
+          "  --dp-noise Z            noise multiplier: N(0, (Z C)^2) per parameter (default "
+       << short_num(d.dp_noise) << ")\n"
+       << "  --dp-sampling KIND      poisson (each client joins with probability cohort/clients;\n"
+          "                          add/remove-one DP) | fixed (--cohort without replacement;\n"
+          "                          replace-one DP) (default "
+       << d.dp_sampling << ")\n"
+       << "  --dp-delta D            delta of the reported (epsilon, delta) (default "
+       << short_num(d.dp_delta) << ")\n"
+       << "  --dp-quantile G         adaptive clipping towards quantile G of the update norms\n"
+          "                          (Andrew et al. 2021; default off)\n"
+          "  --dp-clip-lr ETA        adaptive clipping's geometric learning rate (default "
+       << short_num(d.dp_clip_lr) << ")\n"
+       << "  --dp-count-noise S      std of the noise on the unclipped count (default cohort/20)\n"
+          "                          epsilon (RDP accountant, drx/privacy/accountant.h) is "
+          "printed\n"
+          "                          at every evaluation and written to metrics.csv\n"
        << "schedule:\n"
           "  --rounds N              rounds to train (default "
        << d.rounds << ")\n"

@@ -32,6 +32,15 @@ struct Options {
   double server_momentum = 0.9;
   // fedadam, fedyogi, fedadagrad (beta1 and tau = adam_eps; beta2 not fedadagrad)
   double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;
+  // DP-FedAvg (McMahan et al. 2018): on when dp_clip > 0 (inf: no clipping).
+  double dp_clip = 0;                   // initial L2 clip C of each client's update
+  double dp_noise = 0;                  // noise multiplier z: N(0, (z C)^2) on the sum
+  std::string dp_sampling = "poisson";  // poisson | fixed
+  double dp_delta = 1e-5;
+  double dp_quantile = 0;  // adaptive clipping target (Andrew et al. 2021); 0: off
+  double dp_clip_lr = 0.2;
+  double dp_count_noise = -1;  // sigma_b; < 0: expected cohort / 20
+  bool dp() const { return dp_clip > 0; }
   // Schedule.
   int64_t rounds = 650;
   uint64_t seed = 0;

@@ -22,6 +22,8 @@
 #include "drx/jit/jit.h"
 #include "drx/nn/nn.h"
 #include "drx/optim/optim.h"
+#include "drx/privacy/accountant.h"
+#include "drx/random/random.h"
 #include "tools/fedavg/atomic_file.h"
 #include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/metrics.h"
@@ -37,7 +39,8 @@ enum Stream : uint64_t {
   kPartitionStream = 1,
   kInitStream = 2,
   kCohortStream = 3,
-  kBatchStream = 4
+  kBatchStream = 4,
+  kNoiseStream = 5  // DP noise: the round state's random key
 };
 
 using Clock = std::chrono::steady_clock;
@@ -76,6 +79,57 @@ optim::ServerOptimizer server_optimizer(const Options& o) {
   s.eps = o.adam_eps;
   return s;
 }
+
+// ---- DP-FedAvg: sampling, the round's DP spec and the accountant ----------------------
+
+bool poisson(const Options& o) { return o.dp() && o.dp_sampling == "poisson"; }
+double sampling_rate(const Options& o) {
+  return static_cast<double>(o.cohort) / static_cast<double>(o.clients);
+}
+// The size of the round program's "clients" placement: the cohort, or for Poisson sampling
+// the padded capacity its random cohort fits in.
+int64_t cohort_slots(const Options& o) {
+  return poisson(o) ? data::poisson_cohort_capacity(o.clients, sampling_rate(o)) : o.cohort;
+}
+double count_noise(const Options& o) {
+  return o.dp_count_noise >= 0 ? o.dp_count_noise : static_cast<double>(o.cohort) / 20.0;
+}
+
+std::optional<optim::DpSpec> dp_spec(const Options& o) {
+  if (!o.dp()) return std::nullopt;
+  optim::DpSpec d;
+  d.noise_multiplier = o.dp_noise;
+  d.expected_cohort = static_cast<double>(o.cohort);  // q N for Poisson, m for fixed
+  d.target_quantile = o.dp_quantile;
+  d.clip_lr = o.dp_clip_lr;
+  d.count_noise = count_noise(o);
+  return d;
+}
+
+// epsilon after any number of rounds, for --dp-delta.
+class PrivacyLedger {
+ public:
+  explicit PrivacyLedger(const Options& o) : o_(o) {
+    if (!o.dp()) return;
+    // Fixed-size sampling is accounted with replace-one neighbours, under which the sum of
+    // clipped updates has L2 sensitivity 2C: the multiplier relative to it is z / 2.
+    const bool fixed = o.dp_sampling == "fixed";
+    privacy::RdpAccountant a(fixed ? privacy::Sampling::fixed_size : privacy::Sampling::poisson,
+                             o.cohort, o.clients, fixed ? o.dp_noise / 2 : o.dp_noise);
+    orders_ = a.orders();
+    per_round_ = a.rdp_per_step();
+  }
+  double epsilon(int64_t rounds) const {
+    if (!o_.dp()) return kNaN;
+    std::vector<double> total = per_round_;
+    for (double& v : total) v *= static_cast<double>(rounds);
+    return privacy::epsilon_from_rdp(orders_, total, o_.dp_delta).epsilon;
+  }
+
+ private:
+  const Options& o_;
+  std::vector<double> orders_, per_round_;
+};
 
 std::string tree_signature(const Tree& t) {
   std::string s = t.structure();
@@ -227,6 +281,10 @@ TrainState initial_state(const Options& o, const Inputs& in, const optim::Server
   TrainState s;
   s.params = nn::mlp_init(layer_sizes(o, in.train), data::derive_seed(o.seed, kInitStream));
   s.state = server.init(s.params);
+  if (o.dp())
+    s.state = optim::dp_round_state(
+        s.state, o.dp_clip,
+        random::key(static_cast<int64_t>(data::derive_seed(o.seed, kNoiseStream))), f32);
   if (in.resumed) resume_from(*in.resumed, s, ckpt_path);
   s.round = s.start_round;
   return s;
@@ -284,12 +342,32 @@ class RoundTrainer {
 
   // Trains round s.round + 1 of s; returns the cohort's training loss.
   double train(TrainState& s) {
-    const std::vector<int64_t> cohort = data::sample_cohort(
-        o_.clients, o_.cohort, data::derive_seed(o_.seed, kCohortStream), s.round);
+    const uint64_t cohort_seed = data::derive_seed(o_.seed, kCohortStream);
+    std::vector<int64_t> cohort =
+        poisson(o_)
+            ? data::sample_poisson_cohort(o_.clients, sampling_rate(o_), cohort_seed, s.round)
+            : data::sample_cohort(o_.clients, o_.cohort, cohort_seed, s.round);
+    const int64_t real = static_cast<int64_t>(cohort.size()), slots = cohort_slots(o_);
+    if (real > slots)
+      throw Error("fedavg: round " + std::to_string(s.round + 1) + " sampled " +
+                  std::to_string(real) + " clients, more than the " + std::to_string(slots) +
+                  " padded slots (a probability below 1e-12 per round)");
+    // Padding slots repeat a client with every example masked and weight 0.
+    cohort.resize(static_cast<size_t>(slots), cohort.empty() ? 0 : cohort[0]);
     const data::BatchOptions bo = batch_options(cohort, s.round);
-    const data::CohortBatches b = data::cohort_batches(in_.partition, cohort, bo);
+    data::CohortBatches b = data::cohort_batches(in_.partition, cohort, bo);
+    Array weights = b.sizes;
+    if (o_.dp()) {
+      // DP-FedAvg weighs the clients uniformly: 1 for a sampled client, 0 for padding.
+      weights = Array(f32, {slots});
+      const int64_t per_client = b.mask.size() / std::max<int64_t>(slots, 1);
+      for (int64_t k = 0; k < slots; ++k) {
+        weights.data<float>()[k] = k < real ? 1.0f : 0.0f;
+        if (k >= real) std::fill_n(b.mask.data<float>() + k * per_client, per_client, 0.0f);
+      }
+    }
     Tree result = program(bo.steps, b.mask)(s.params, s.state, in_.train.images, in_.train.labels,
-                                            b.idx, b.mask, b.sizes);
+                                            b.idx, b.mask, weights);
     s.params = result["params"];
     s.state = result["state"];
     ++s.round;
@@ -330,7 +408,8 @@ class RoundTrainer {
     optim::RoundSpec spec;
     spec.client = {o_.client_lr, o_.client_momentum};
     spec.server = server_;
-    spec.cohort = o_.cohort;
+    spec.cohort = cohort_slots(o_);
+    spec.dp = dp_spec(o_);
     spec.steps = steps;
     spec.batch = o_.batch;
     spec.full_steps = full_steps;
@@ -401,6 +480,7 @@ class Outputs {
 // What the round loop works with besides the training state.
 struct Run {
   const Options& o;
+  const PrivacyLedger& privacy;
   Clock::time_point t0;
   Progress& progress;
   RoundTrainer& trainer;
@@ -408,9 +488,17 @@ struct Run {
   Outputs& outputs;
 };
 
-void record_test(TrainState& s, MetricsRow& row, const TestResult& t) {
+// Evaluates the model after row.round and records the test metrics (and epsilon) in row.
+void record_test(const Run& r, TrainState& s, MetricsRow& row) {
+  const TestResult t = r.evaluate(s.params);
   row.test_loss = s.last_loss = t.loss;
   row.test_accuracy = s.last_acc = t.accuracy;
+  if (!r.o.dp()) return;
+  row.epsilon = r.privacy.epsilon(row.round);
+  char line[160];
+  std::snprintf(line, sizeof line, "round %lld: test accuracy %.4f, DP epsilon %.4g (delta %g)",
+                static_cast<long long>(row.round), row.test_accuracy, row.epsilon, r.o.dp_delta);
+  r.progress.message(line);
 }
 
 // Evaluates, records and saves the round just trained, as the schedule asks.
@@ -418,7 +506,7 @@ void end_round(const Run& r, TrainState& s, double train_loss, bool out_of_time)
   const Options& o = r.o;
   MetricsRow row{s.round, train_loss, kNaN, kNaN, 0};
   const bool last = s.round == o.rounds;
-  if (s.round % o.eval_every == 0 || last || out_of_time) record_test(s, row, r.evaluate(s.params));
+  if (s.round % o.eval_every == 0 || last || out_of_time) record_test(r, s, row);
   row.elapsed_s = s.elapsed_before + seconds_since(r.t0);
   s.history.push_back(row);
   if (row.evaluated()) r.outputs.save_metrics(s.history);
@@ -452,10 +540,17 @@ bool train_rounds(const Run& r, TrainState& s) {
 // A stop decided before a round: the last round's outputs may not be written yet.
 void finish_early_stop(const Run& r, TrainState& s) {
   if (!s.history.empty() && !s.history.back().evaluated()) {
-    record_test(s, s.history.back(), r.evaluate(s.params));
+    record_test(r, s, s.history.back());
     r.outputs.save_metrics(s.history);
   }
   r.outputs.save_checkpoint(s);
+}
+
+std::string dp_text(const Options& o, const RunSummary& summary) {
+  if (!o.dp()) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, ", DP (epsilon %.4g, delta %g)", summary.epsilon, o.dp_delta);
+  return text;
 }
 
 std::string report_line(const Options& o, const RunSummary& summary, int64_t start_round) {
@@ -469,10 +564,10 @@ std::string report_line(const Options& o, const RunSummary& summary, int64_t sta
   } else {
     std::snprintf(
         line, sizeof line,
-        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s; "
+        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s%s; "
         "outputs in %s\n",
         summary.test_accuracy, summary.test_loss, static_cast<long long>(summary.rounds_done),
-        static_cast<long long>(o.rounds), summary.seconds,
+        static_cast<long long>(o.rounds), summary.seconds, dp_text(o, summary).c_str(),
         summary.stopped_early ? " (stopped by --max-seconds; continue with --resume)" : "",
         o.out_dir.c_str());
   }
@@ -504,7 +599,11 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
   RoundTrainer trainer(o, server, in);
   Evaluator evaluate(o, in.test);
   Outputs outputs(o, ckpt_path);
-  const Run r{o, t0, progress, trainer, evaluate, outputs};
+  const PrivacyLedger privacy(o);
+  // epsilon is not checkpointed: the rows of a resumed run get theirs again.
+  for (MetricsRow& row : s.history)
+    if (row.evaluated()) row.epsilon = privacy.epsilon(row.round);
+  const Run r{o, privacy, t0, progress, trainer, evaluate, outputs};
   RunSummary summary;
   summary.stopped_early = train_rounds(r, s);
   if (summary.stopped_early) finish_early_stop(r, s);
@@ -513,6 +612,7 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
   summary.rounds_done = s.round;
   summary.test_accuracy = s.last_acc;
   summary.test_loss = s.last_loss;
+  summary.epsilon = privacy.epsilon(s.round);
   summary.seconds = seconds_since(t0);
   out << report_line(o, summary, s.start_round);
   return summary;

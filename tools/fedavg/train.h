@@ -19,6 +19,7 @@ struct RunSummary {
   double test_loss = 0;
   double seconds = 0;          // wall clock of this process's run
   bool stopped_early = false;  // --max-seconds ended the run before --rounds
+  double epsilon = 0;          // DP runs: epsilon of the rounds done at --dp-delta (else NaN)
 };
 
 // Trains as `o` says. Progress goes to `progress` (redrawn in place when `terminal`), the
