@@ -639,20 +639,10 @@ TEST_F(FedavgTool, RealDatasetLearns) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("fedavg: test accuracy "), std::string::npos) << r.out;
 
-  std::istringstream csv(slurp(out + "/metrics.csv"));
-  std::string line;
-  std::getline(csv, line);
-  EXPECT_EQ(line, "round,train_loss,test_loss,test_accuracy,elapsed_s");
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(csv, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    std::string cell;
-    while (std::getline(ss, cell, ',')) cells.push_back(cell);
-    if (line.back() == ',') cells.push_back("");
-    ASSERT_EQ(cells.size(), 5u) << line;
-    rows.push_back(cells);
-  }
+  std::string header;
+  std::vector<std::vector<std::string>> rows = csv_rows(slurp(out + "/metrics.csv"), &header);
+  EXPECT_EQ(header, "round,train_loss,test_loss,test_accuracy,elapsed_s");
+  for (const auto& cells : rows) ASSERT_EQ(cells.size(), 5u);
   ASSERT_EQ(rows.size(), static_cast<size_t>(rounds));
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i][0], std::to_string(i + 1));
