@@ -45,7 +45,8 @@ struct Attribute {
     enum_value,  // text: "GT" for #stablehlo<comparison_direction GT>, or a bare word (DEFAULT)
     unit,        // a key without a value ({foo}) or `unit`
     structured,  // #stablehlo.gather<offset_dims = [1], ...>: text = "stablehlo.gather", dict
-    type,        // a type as a value (function_type = (...) -> ...): text raw; type if a tensor
+    type,        // a type as a value: text raw; type if a tensor; a function type
+                 // (function_type = (A) -> B) has list = {inputs, results}, arrays of types
     other,       // anything else, kept raw in text (#sdy.sharding<...>, <[...]>, #alias text)
   };
   Kind kind = Kind::unit;
@@ -94,8 +95,11 @@ struct Operation {
   //   func.call: callee (symbol); constant: value (dense)
   AttributeList attributes;
   std::vector<TensorType> operand_types, result_types;
-  std::vector<Region> regions;  // reduce: body; while: cond, body; case/if: branches
-  int line = 0;                 // 1-based source line where the op starts
+  // reduce: body; while: cond, body; case/if: branches. The pretty reduce
+  // `applies stablehlo.add` becomes one block (%lhs0.., %rhs0..) holding
+  // `%result = stablehlo.add %lhs0, %rhs0` and `stablehlo.return %result`.
+  std::vector<Region> regions;
+  int line = 0;  // 1-based source line where the op starts
 
   bool operator==(const Operation&) const = default;
 };
