@@ -241,6 +241,20 @@ std::vector<Case> coverage_cases() {
                      return {y0, bitcast_convert(bitcast_convert(y1, DType::f32), DType::i32)};
                    },
                    {Type(DType::u32, {3})}});
+  cases.push_back({"stablehlo_ops",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     Value x = a[0], i = a[1];
+                     return {cbrt(x),
+                             expm1(x),
+                             round_away(x),
+                             astype(is_finite(x / x), DType::f32),
+                             atan2(x, x + 1.0),
+                             pad(x, constant(Array::scalar(1.5f)), {1, -1}, {0, 2}, {1, 0}),
+                             reverse(x, {0, 1}),
+                             dynamic_slice(x, {i, i}, {1, 2}),
+                             dynamic_update_slice(x, slice(x, {0, 0}, {1, 2}), {i, i})};
+                   },
+                   {f32t({2, 3}), Type(DType::i32, {})}});
   return cases;
 }
 

@@ -50,11 +50,20 @@ const std::vector<const Primitive*>& interpreter_only_primitives() {
       // The transpose of take, in gradients of embedding lookups. A compiled
       // kernel is due with the transformer workload (issue 19).
       &prims::scatter_add(),
-      // Random bits: a compiled kernel comes with the random-number workloads
-      // (issue 14); the reference loop is one pass over the counters.
+      // Random bits: the reference loop is one pass over the counters, which
+      // serves DP noise at model size; a kernel is due when in-program sampling
+      // (dropout, issue 19) is on a workload's critical path.
       &prims::threefry2x32(),
       // A copy of the bytes.
       &prims::bitcast_convert(),
+      // StableHLO's data movement (imported programs): one pass each, not yet on
+      // a training workload's critical path.
+      &prims::pad(),
+      &prims::reverse(),
+      &prims::dynamic_slice(),
+      &prims::dynamic_update_slice(),
+      // A predicate over floats, in imported programs.
+      &prims::is_finite(),
       // sort and top_k: a comparison sort per row, which is what their
       // reference loops already do on contiguous memory; a kernel would only
       // save the operand's copy into an Array. Due when a workload sorts in

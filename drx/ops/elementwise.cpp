@@ -155,7 +155,13 @@ DRX_PRIMITIVE_FAMILY(elementwise_unary) {
       "erf_inv", [](const Value&, const Value& y, const Value& t) {
         return t * ((1.0 / M_2_SQRTPI) * exp(y * y));
       }));
+  // d cbrt(x) = 1 / (3 cbrt(x)^2)
+  registry.add(std::make_unique<UnaryPrim<Cbrt, D::floating>>(
+      "cbrt", [](const Value&, const Value& y, const Value& t) { return t / (3.0 * y * y); }));
+  registry.add(std::make_unique<UnaryPrim<Expm1, D::floating>>(
+      "expm1", [](const Value&, const Value& y, const Value& t) { return t * (y + 1.0); }));
   // Piecewise constant: the derivative is zero.
+  registry.add(std::make_unique<UnaryPrim<RoundHalfAway, D::floating>>("round_away", nullptr));
   registry.add(std::make_unique<UnaryPrim<Floor, D::floating>>("floor", nullptr));
   registry.add(std::make_unique<UnaryPrim<Ceil, D::floating>>("ceil", nullptr));
   registry.add(std::make_unique<UnaryPrim<RoundHalfEven, D::floating>>("round", nullptr));

@@ -136,6 +136,12 @@ Value rem_partial(int i, const Value& a, const Value& b, const Value& y, const V
   return i == 0 ? t : -(t * ((a - y) / b));
 }
 
+// d atan2(a, b) = (b da - a db) / (a^2 + b^2)
+Value atan2_partial(int i, const Value& a, const Value& b, const Value&, const Value& t) {
+  Value r2 = a * a + b * b;
+  return i == 0 ? t * (b / r2) : -(t * (a / r2));
+}
+
 Value add_partial(int, const Value&, const Value&, const Value&, const Value& t) { return t; }
 Value sub_partial(int i, const Value&, const Value&, const Value&, const Value& t) {
   return i == 0 ? t : -t;
@@ -160,6 +166,7 @@ DRX_PRIMITIVE_FAMILY(elementwise_binary) {
   registry.add(std::make_unique<BinaryPrim<Max>>("maximum", "stablehlo.maximum", max_partial));
   registry.add(std::make_unique<BinaryPrim<Min>>("minimum", "stablehlo.minimum", min_partial));
   registry.add(std::make_unique<BinaryPrim<Rem>>("remainder", "stablehlo.remainder", rem_partial));
+  registry.add(std::make_unique<BinaryPrim<Atan2>>("atan2", "stablehlo.atan2", atan2_partial));
 }
 
 }  // namespace drx::elementwise

@@ -51,6 +51,11 @@ Value square(const Value& x);
 Value relu(const Value& x);
 // Rounding (floating point only; derivative zero): round is half to even, as
 // jnp.round.
+Value cbrt(const Value& x);   // the real cube root
+Value expm1(const Value& x);  // exp(x) - 1, accurate near 0
+Value round_away(
+    const Value& x);  // to nearest, halves away from zero (StableHLO's round_nearest_afz)
+Value is_finite(const Value& x);  // bool: neither inf nor NaN
 Value floor(const Value& x);
 Value ceil(const Value& x);
 Value round(const Value& x);
@@ -89,6 +94,7 @@ Value minimum(const Value& a, const Value& b);
 // a - b * trunc(a / b): the sign of the dividend, as stablehlo.remainder and
 // C++'s fmod and % (integer remainder by zero is an error).
 Value remainder(const Value& a, const Value& b);
+Value atan2(const Value& a, const Value& b);  // the angle of (b, a), in (-pi, pi]
 Value pow(const Value& a, double b);
 Value maximum(const Value& a, double b);
 Value minimum(const Value& a, double b);
@@ -159,6 +165,20 @@ Value expand_dims(const Value& x, int64_t axis);
 Value squeeze(const Value& x, int64_t axis);
 Value concatenate(const std::vector<Value>& xs, int64_t axis);
 Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops);
+// StableHLO's pad: interior[d] copies of `value` (a scalar of x's dtype) between neighbours
+// along axis d, then low[d] before and high[d] after (negative: crop).
+Value pad(const Value& x, const Value& value, const std::vector<int64_t>& low,
+          const std::vector<int64_t>& high, const std::vector<int64_t>& interior);
+Value pad(const Value& x, double value, const std::vector<int64_t>& low,
+          const std::vector<int64_t>& high);
+// x with the listed axes flipped (negative axes count from the end).
+Value reverse(const Value& x, const std::vector<int64_t>& dims);
+// StableHLO's dynamic_slice: sizes[d] elements from start[d] (integer scalars), each start
+// clamped to [0, x.shape[d] - sizes[d]].
+Value dynamic_slice(const Value& x, const std::vector<Value>& start,
+                    const std::vector<int64_t>& sizes);
+// x with `update` written at start (clamped to [0, x.shape[d] - update.shape[d]]).
+Value dynamic_update_slice(const Value& x, const Value& update, const std::vector<Value>& start);
 
 // ---- indexing ----------------------------------------------------------
 // Gathers x along `axis` at integer `indices`: result shape is

@@ -28,6 +28,11 @@ const Primitive& take();
 const Primitive& scatter_add();
 const Primitive& threefry2x32();
 const Primitive& bitcast_convert();
+const Primitive& pad();
+const Primitive& is_finite();
+const Primitive& reverse();
+const Primitive& dynamic_slice();
+const Primitive& dynamic_update_slice();
 const Primitive& scatter();
 // sorting, arg reductions, running sums
 const Primitive& sort();

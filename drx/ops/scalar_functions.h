@@ -233,6 +233,30 @@ struct Ceil {
   }
 };
 // Half to even (the default rounding mode), as jnp.round and stablehlo.round_nearest_even.
+struct RoundHalfAway {
+  template <class T>
+  T operator()(T v) const {
+    return std::round(v);
+  }
+};
+struct Cbrt {
+  template <class T>
+  T operator()(T v) const {
+    return std::cbrt(v);
+  }
+};
+struct Expm1 {
+  template <class T>
+  T operator()(T v) const {
+    return std::expm1(v);
+  }
+};
+struct Atan2 {
+  template <class T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(std::atan2(a, b));
+  }
+};
 struct RoundHalfEven {
   template <class T>
   T operator()(T v) const {

@@ -7,9 +7,12 @@
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+#include "drx/ops/strided_copy.h"
 
 namespace drx {
 namespace {
+
+using detail::strided_copy;
 
 std::string ints_str(const std::vector<int64_t>& v) { return shape_str(v); }
 
@@ -17,33 +20,6 @@ Shape with_front(int64_t b, const Shape& s) {
   Shape r{b};
   r.insert(r.end(), s.begin(), s.end());
   return r;
-}
-
-// out[i] = in[offset + sum_k idx_k(i) * strides[k]]: one loop serves transpose
-// (permuted strides), slice (offset) and broadcast (zero strides).
-Array strided_copy(const Array& in, const Shape& out_shape, int64_t offset,
-                   const std::vector<int64_t>& strides) {
-  Array out(in.dtype(), out_shape);
-  const int64_t n = out.size();
-  if (n == 0) return out;
-  const size_t rank = out_shape.size();
-  dispatch_dtype(in.dtype(), [&](auto t) {
-    using T = decltype(t);
-    const T* src = in.data<T>();
-    T* dst = out.data<T>();
-    std::vector<int64_t> idx(rank, 0);
-    int64_t pos = offset;
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i] = src[pos];
-      for (size_t k = rank; k-- > 0;) {
-        pos += strides[k];
-        if (++idx[k] < out_shape[k]) break;
-        pos -= strides[k] * idx[k];
-        idx[k] = 0;
-      }
-    }
-  });
-  return out;
 }
 
 Type out_type(const Type& first, Shape shape) {
@@ -500,6 +476,9 @@ Value transpose(const Value& x, const std::vector<int64_t>& perm) {
 }
 
 Value move_axis(const Value& x, int64_t from, int64_t to) {
+  // Negative axes count from the end; out of range is an error, not a bad insert.
+  from = normalize_axis(from, x.ndim(), "move_axis");
+  to = normalize_axis(to, x.ndim(), "move_axis");
   if (from == to) return x;
   std::vector<int64_t> perm;
   for (int64_t i = 0; i < x.ndim(); ++i)

@@ -1,0 +1,53 @@
+// is_finite: the bool predicate "neither infinite nor NaN" (StableHLO's
+// is_finite), elementwise on floats. Piecewise constant: no derivative.
+#include <cmath>
+
+#include "drx/core/primitive.h"
+#include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
+
+namespace drx {
+namespace {
+
+class IsFinitePrim : public Primitive {
+ public:
+  IsFinitePrim() : Primitive("is_finite") {}
+  std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
+    check_arity(name(), ins, 1);
+    if (!is_floating(ins[0].dtype))
+      throw TypeError("is_finite: expected a floating-point operand, got " + ins[0].str());
+    return {Type(DType::bool_, ins[0].shape, ins[0].placement)};
+  }
+  std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
+    const Array& x = ins[0];
+    Array out(DType::bool_, x.shape());
+    auto* o = out.data<uint8_t>();
+    for (int64_t i = 0; i < x.size(); ++i) o[i] = std::isfinite(x.element_as_double(i)) ? 1 : 0;
+    return {out};
+  }
+  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
+    return {std::nullopt};
+  }
+  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
+    return {std::nullopt};
+  }
+  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
+                            const Params& p) const override {
+    return {{emit1(*this, {ins[0].value}, p), ins[0].batched}};
+  }
+};
+
+}  // namespace
+
+namespace prims {
+const Primitive& is_finite() {
+  static const IsFinitePrim p;
+  return p;
+}
+}  // namespace prims
+
+DRX_PRIMITIVE_FAMILY(is_finite) { registry.add(prims::is_finite()); }
+
+Value is_finite(const Value& x) { return emit1(prims::is_finite(), {x}); }
+
+}  // namespace drx

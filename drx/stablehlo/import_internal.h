@@ -1,0 +1,35 @@
+#pragma once
+// What the importer's files share: op lookup, attribute access, constants.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "drx/array/array.h"
+#include "drx/core/value.h"
+#include "drx/stablehlo/mlir_ast.h"
+
+namespace drx::stablehlo::detail {
+
+[[noreturn]] void fail(const Operation& op, const std::string& what);
+
+// The drx dtype of a StableHLO element type; throws naming the line for the
+// types drx does not hold (bf16, f16, i8, i16, ui16, ui64).
+DType element_dtype(const std::string& element, int line);
+
+// A dense<...> attribute as an Array of `type`.
+Array dense_array(const Attribute& value, const TensorType& type, int line);
+
+const Attribute& required(const Operation& op, const char* name);
+std::vector<int64_t> int_list(const Operation& op, const char* name);
+int64_t int_value(const Operation& op, const char* name);
+
+// Ops without regions: their results from their operands.
+using Lowering = std::function<Values(const Operation&, const Values&)>;
+const Lowering* find_lowering(const std::string& name);
+
+// reduce's body run on (accumulators..., elements...) of any one shape.
+using RegionFn = std::function<Values(const Region&, const Values&)>;
+Values import_reduce(const Operation& op, const Values& operands, const RegionFn& run);
+Value import_gather(const Operation& op, const Value& operand, const Value& indices);
+
+}  // namespace drx::stablehlo::detail

@@ -1,0 +1,247 @@
+// The region-free StableHLO ops, each as drx ops with the spec's semantics.
+#include <map>
+
+#include "drx/array/error.h"
+#include "drx/ops/ops.h"
+#include "drx/stablehlo/import_internal.h"
+
+namespace drx::stablehlo::detail {
+namespace {
+
+using Unary = Value (*)(const Value&);
+using Binary = Value (*)(const Value&, const Value&);
+
+Shape result_shape(const Operation& op) {
+  if (op.result_types.empty()) fail(op, "has no result type");
+  return op.result_types[0].shape;
+}
+DType result_dtype(const Operation& op) {
+  if (op.result_types.empty()) fail(op, "has no result type");
+  return element_dtype(op.result_types[0].element, op.line);
+}
+
+void arity(const Operation& op, const Values& in, size_t n) {
+  if (in.size() != n)
+    fail(op, "takes " + std::to_string(n) + " operands, got " + std::to_string(in.size()));
+}
+
+Lowering unary(Unary f) {
+  return [f](const Operation& op, const Values& in) -> Values {
+    arity(op, in, 1);
+    return {f(in[0])};
+  };
+}
+Lowering binary(Binary f) {
+  return [f](const Operation& op, const Values& in) -> Values {
+    arity(op, in, 2);
+    return {f(in[0], in[1])};
+  };
+}
+
+Value logical_not(const Value& x) { return bitwise_not(x); }
+
+// i1 as StableHLO orders it (false < true): through i32 where drx's ops take numbers.
+bool boolean(const Value& v) { return v.dtype() == DType::bool_; }
+Value bool_maximum(const Value& a, const Value& b) {
+  return boolean(a) ? bitwise_or(a, b) : maximum(a, b);
+}
+Value bool_minimum(const Value& a, const Value& b) {
+  return boolean(a) ? bitwise_and(a, b) : minimum(a, b);
+}
+
+Values compare(const Operation& op, const Values& in) {
+  arity(op, in, 2);
+  const std::string dir = required(op, "comparison_direction").text;
+  const Attribute* type = find_attribute(op.attributes, "compare_type");
+  Value a = in[0], b = in[1];
+  if (boolean(a)) a = astype(a, DType::i32), b = astype(b, DType::i32);
+  // UNSIGNED on a signed type compares the bit patterns as unsigned.
+  if (type && type->text == "UNSIGNED" && a.dtype() == DType::i32)
+    a = bitcast_convert(a, DType::u32), b = bitcast_convert(b, DType::u32);
+  if (dir == "EQ") return {equal(a, b)};
+  if (dir == "NE") return {not_equal(a, b)};
+  if (dir == "LT") return {less(a, b)};
+  if (dir == "LE") return {less_equal(a, b)};
+  if (dir == "GT") return {greater(a, b)};
+  if (dir == "GE") return {greater_equal(a, b)};
+  fail(op, "unknown comparison direction '" + dir + "'");
+}
+
+Values constant_op(const Operation& op, const Values& in) {
+  arity(op, in, 0);
+  return {constant(dense_array(required(op, "value"), op.result_types.at(0), op.line))};
+}
+
+Values convert_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  return {astype(in[0], result_dtype(op))};
+}
+
+Values clamp_op(const Operation& op, const Values& in) {
+  arity(op, in, 3);
+  // min(max(operand, min), max); min and max may be scalars.
+  const Shape s = in[1].shape();
+  Value lo = in[0].shape() == s ? in[0] : broadcast_to(in[0], s);
+  Value hi = in[2].shape() == s ? in[2] : broadcast_to(in[2], s);
+  return {minimum(maximum(in[1], lo), hi)};
+}
+
+Values select_op(const Operation& op, const Values& in) {
+  arity(op, in, 3);
+  return {where(in[0], in[1], in[2])};
+}
+
+Values broadcast_in_dim_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  return {broadcast_in_dim(in[0], result_shape(op), int_list(op, "broadcast_dimensions"))};
+}
+
+Values reshape_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  return {reshape(in[0], result_shape(op))};
+}
+
+Values transpose_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  return {transpose(in[0], int_list(op, "permutation"))};
+}
+
+Values slice_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  const auto start = int_list(op, "start_indices"), limit = int_list(op, "limit_indices");
+  std::vector<int64_t> strides = find_attribute(op.attributes, "strides")
+                                     ? int_list(op, "strides")
+                                     : std::vector<int64_t>(start.size(), 1);
+  Value x = slice(in[0], start, limit);
+  // Strides: every k-th element along the axis, by a take of those positions.
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 1) continue;
+    if (strides[d] < 1) fail(op, "stride " + std::to_string(strides[d]) + " must be >= 1");
+    const int64_t n = (limit[d] - start[d] + strides[d] - 1) / strides[d];
+    Value idx = iota({n}, 0, DType::i64) * static_cast<double>(strides[d]);
+    x = take(x, idx, static_cast<int64_t>(d));
+  }
+  return {x};
+}
+
+Values dynamic_slice_op(const Operation& op, const Values& in) {
+  if (in.empty()) fail(op, "needs an operand");
+  return {dynamic_slice(in[0], Values(in.begin() + 1, in.end()), int_list(op, "slice_sizes"))};
+}
+
+Values dynamic_update_slice_op(const Operation& op, const Values& in) {
+  if (in.size() < 2) fail(op, "needs an operand and an update");
+  return {dynamic_update_slice(in[0], in[1], Values(in.begin() + 2, in.end()))};
+}
+
+Values concatenate_op(const Operation& op, const Values& in) {
+  if (in.empty()) fail(op, "needs operands");
+  return {concatenate(in, int_value(op, "dimension"))};
+}
+
+Values reverse_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  return {reverse(in[0], int_list(op, "dimensions"))};
+}
+
+Values pad_op(const Operation& op, const Values& in) {
+  arity(op, in, 2);
+  return {pad(in[0], in[1], int_list(op, "edge_padding_low"), int_list(op, "edge_padding_high"),
+              int_list(op, "interior_padding"))};
+}
+
+Values iota_op(const Operation& op, const Values& in) {
+  arity(op, in, 0);
+  return {iota(result_shape(op), int_value(op, "iota_dimension"), result_dtype(op))};
+}
+
+std::vector<int64_t> dims_of(const Attribute& numbers, const char* key, const Operation& op) {
+  for (const auto& [k, v] : numbers.dict)
+    if (k == key) {
+      std::vector<int64_t> out;
+      for (const Attribute& e : v.list) out.push_back(e.i);
+      return out;
+    }
+  fail(op, std::string("dot_dimension_numbers lacks ") + key);
+}
+
+Values dot_general_op(const Operation& op, const Values& in) {
+  arity(op, in, 2);
+  const Attribute& n = required(op, "dot_dimension_numbers");
+  DotDims dims;
+  dims.lhs_batch = dims_of(n, "lhs_batching_dimensions", op);
+  dims.rhs_batch = dims_of(n, "rhs_batching_dimensions", op);
+  dims.lhs_contracting = dims_of(n, "lhs_contracting_dimensions", op);
+  dims.rhs_contracting = dims_of(n, "rhs_contracting_dimensions", op);
+  Value a = in[0], b = in[1];
+  const DType out = result_dtype(op);
+  if (a.dtype() != out) a = astype(a, out);
+  if (b.dtype() != out) b = astype(b, out);
+  return {dot_general(a, b, dims)};
+}
+
+const std::map<std::string, Lowering>& table() {
+  static const std::map<std::string, Lowering> t = {
+      {"stablehlo.constant", constant_op},
+      {"stablehlo.add", binary(add)},
+      {"stablehlo.subtract", binary(sub)},
+      {"stablehlo.multiply", binary(mul)},
+      {"stablehlo.divide", binary(div)},
+      {"stablehlo.remainder", binary(remainder)},
+      {"stablehlo.power", binary(pow)},
+      {"stablehlo.maximum", binary(bool_maximum)},
+      {"stablehlo.minimum", binary(bool_minimum)},
+      {"stablehlo.atan2", binary(atan2)},
+      {"stablehlo.and", binary(bitwise_and)},
+      {"stablehlo.or", binary(bitwise_or)},
+      {"stablehlo.xor", binary(bitwise_xor)},
+      {"stablehlo.shift_left", binary(shift_left)},
+      {"stablehlo.shift_right_logical", binary(shift_right_logical)},
+      {"stablehlo.shift_right_arithmetic", binary(shift_right_arithmetic)},
+      {"stablehlo.not", unary(logical_not)},
+      {"stablehlo.negate", unary(neg)},
+      {"stablehlo.abs", unary(abs)},
+      {"stablehlo.sign", unary(sign)},
+      {"stablehlo.exponential", unary(exp)},
+      {"stablehlo.exponential_minus_one", unary(expm1)},
+      {"stablehlo.log", unary(log)},
+      {"stablehlo.log_plus_one", unary(log1p)},
+      {"stablehlo.sqrt", unary(sqrt)},
+      {"stablehlo.rsqrt", unary(rsqrt)},
+      {"stablehlo.cbrt", unary(cbrt)},
+      {"stablehlo.tanh", unary(tanh)},
+      {"stablehlo.logistic", unary(logistic)},
+      {"stablehlo.sine", unary(sin)},
+      {"stablehlo.cosine", unary(cos)},
+      {"stablehlo.floor", unary(floor)},
+      {"stablehlo.ceil", unary(ceil)},
+      {"stablehlo.round_nearest_even", unary(round)},
+      {"stablehlo.round_nearest_afz", unary(round_away)},
+      {"stablehlo.is_finite", unary(is_finite)},
+      {"stablehlo.compare", compare},
+      {"stablehlo.select", select_op},
+      {"stablehlo.clamp", clamp_op},
+      {"stablehlo.convert", convert_op},
+      {"stablehlo.broadcast_in_dim", broadcast_in_dim_op},
+      {"stablehlo.reshape", reshape_op},
+      {"stablehlo.transpose", transpose_op},
+      {"stablehlo.slice", slice_op},
+      {"stablehlo.dynamic_slice", dynamic_slice_op},
+      {"stablehlo.dynamic_update_slice", dynamic_update_slice_op},
+      {"stablehlo.concatenate", concatenate_op},
+      {"stablehlo.reverse", reverse_op},
+      {"stablehlo.pad", pad_op},
+      {"stablehlo.iota", iota_op},
+      {"stablehlo.dot_general", dot_general_op},
+  };
+  return t;
+}
+
+}  // namespace
+
+const Lowering* find_lowering(const std::string& name) {
+  auto it = table().find(name);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+}  // namespace drx::stablehlo::detail
