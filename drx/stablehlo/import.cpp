@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "drx/array/error.h"
@@ -58,12 +59,81 @@ using detail::fail;
 struct Env {
   const Env* parent = nullptr;
   std::unordered_map<std::string, Value> values;
+  // Integer scalar constants by name, for finding static trip counts.
+  std::unordered_map<std::string, int64_t> int_constants;
   const Value& get(const std::string& name, const Operation& op) const {
     for (const Env* e = this; e; e = e->parent)
       if (auto it = e->values.find(name); it != e->values.end()) return it->second;
     fail(op, "uses " + name + ", which is not defined before it");
   }
+  std::optional<int64_t> int_constant(const std::string& name) const {
+    for (const Env* e = this; e; e = e->parent)
+      if (auto it = e->int_constants.find(name); it != e->int_constants.end()) return it->second;
+    return std::nullopt;
+  }
 };
+
+// The value of a scalar integer constant op, if op is one.
+std::optional<int64_t> scalar_int_constant(const Operation& op) {
+  if (op.name != "stablehlo.constant" || op.result_types.size() != 1 ||
+      !op.result_types[0].shape.empty())
+    return std::nullopt;
+  const std::string& e = op.result_types[0].element;
+  if (e != "i32" && e != "i64" && e != "ui32") return std::nullopt;
+  const Attribute* v = find_attribute(op.attributes, "value");
+  if (!v || v->kind != Attribute::Kind::dense || v->elements.size() != 1) return std::nullopt;
+  try {
+    return std::stoll(v->elements[0]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Within one block: a name's integer constant, from the block's own constant
+// ops or the enclosing scopes.
+std::optional<int64_t> constant_in(const Block& b, const std::string& name, const Env& env) {
+  for (const Operation& op : b.ops)
+    if (op.results.size() == 1 && op.results[0] == name) return scalar_int_constant(op);
+  return env.int_constant(name);
+}
+
+const Operation* defining(const Block& b, const std::string& name) {
+  for (const Operation& op : b.ops)
+    for (const std::string& r : op.results)
+      if (r == name) return &op;
+  return nullptr;
+}
+
+// JAX's fori_loop and scan export as a while over a counter k: init c0 (a
+// constant), cond `k < N` (N a constant), body returning `k + 1`. Their trip
+// count max(0, N - c0) is known when tracing, so the loop can be a fori_loop.
+std::optional<int64_t> static_trip_count(const Operation& op, const Env& env) {
+  if (op.regions.size() != 2 || op.regions[0].blocks.size() != 1 ||
+      op.regions[1].blocks.size() != 1)
+    return std::nullopt;
+  const Block &cond = op.regions[0].blocks[0], &body = op.regions[1].blocks[0];
+  if (cond.ops.empty() || cond.ops.back().operands.size() != 1) return std::nullopt;
+  const Operation* cmp = defining(cond, cond.ops.back().operands[0]);
+  if (!cmp || cmp->name != "stablehlo.compare" || cmp->operands.size() != 2) return std::nullopt;
+  const Attribute* dir = find_attribute(cmp->attributes, "comparison_direction");
+  if (!dir || dir->text != "LT") return std::nullopt;
+  size_t k = cond.arguments.size();
+  for (size_t i = 0; i < cond.arguments.size(); ++i)
+    if (cond.arguments[i].first == cmp->operands[0]) k = i;
+  if (k == cond.arguments.size() || k >= op.operands.size() || k >= body.arguments.size())
+    return std::nullopt;
+  const std::optional<int64_t> limit = constant_in(cond, cmp->operands[1], env);
+  const std::optional<int64_t> start = env.int_constant(op.operands[k]);
+  if (!limit || !start || body.ops.empty() || body.ops.back().operands.size() <= k)
+    return std::nullopt;
+  const Operation* inc = defining(body, body.ops.back().operands[k]);
+  if (!inc || inc->name != "stablehlo.add" || inc->operands.size() != 2) return std::nullopt;
+  const std::string& counter = body.arguments[k].first;
+  const std::string& other = inc->operands[0] == counter ? inc->operands[1] : inc->operands[0];
+  if (inc->operands[0] != counter && inc->operands[1] != counter) return std::nullopt;
+  if (constant_in(body, other, env) != std::optional<int64_t>(1)) return std::nullopt;
+  return std::max<int64_t>(0, *limit - *start);
+}
 
 class Importer {
  public:
@@ -100,7 +170,8 @@ class Importer {
       throw Error("stablehlo: a region with " + std::to_string(r.blocks.size()) +
                   " blocks (only single-block regions are supported)");
     const Block& b = r.blocks[0];
-    Env env{&parent, {}};
+    Env env;
+    env.parent = &parent;
     if (args.size() != b.arguments.size())
       throw Error("stablehlo: a block of " + std::to_string(b.arguments.size()) +
                   " arguments given " + std::to_string(args.size()));
@@ -116,6 +187,7 @@ class Importer {
         fail(op, "gives " + std::to_string(results.size()) + " results for " +
                      std::to_string(op.results.size()) + " names");
       for (size_t i = 0; i < results.size(); ++i) env.values[op.results[i]] = results[i];
+      if (auto c = scalar_int_constant(op)) env.int_constants[op.results[0]] = *c;
     }
     throw Error("stablehlo: a block without a return");
   }
@@ -192,6 +264,10 @@ class Importer {
     auto body_fn = [&](const Tree& carry) {
       return as_tree(run_region(op.regions[1], leaves(carry), env, depth));
     };
+    // A counted loop becomes a fori_loop (a scan: reverse-differentiable).
+    if (std::optional<int64_t> trips = static_trip_count(op, env))
+      return leaves(fori_loop(
+          0, *trips, [&](const Value&, const Tree& c) { return body_fn(c); }, as_tree(in)));
     return leaves(while_loop(cond_fn, body_fn, as_tree(in)));
   }
 
