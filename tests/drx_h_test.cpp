@@ -233,6 +233,17 @@ TEST(DrxHeader, RandomNumbers) {
   EXPECT_TRUE(out[2].array().bitwise_equal(drx::random::fold_in(keys[0], 7)));
 }
 
+// StableHLO in, as the README shows it.
+TEST(DrxHeader, FromStablehloAndGrad) {
+  drx::Program p = drx::from_stablehlo(R"(func.func public @main(%x: tensor<3xf64>) -> tensor<3xf64> {
+    %0 = stablehlo.multiply %x, %x : tensor<3xf64>
+    return %0 : tensor<3xf64>
+  })");
+  auto f = [p](drx::Value x) { return drx::sum(drx::inline_program(p, {x})[0]); };
+  drx::Array g = drx::jit(drx::grad(f))(drx::Array::from_vector<double>({1, -2, 3}, {3}));
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{2, -4, 6}));
+}
+
 TEST(DrxHeader, DifferentialPrivacyAccountant) {
   namespace dp = drx::privacy;
   dp::RdpAccountant acct(dp::Sampling::poisson, 100, 10000, 1.0);
