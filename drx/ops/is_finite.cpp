@@ -3,15 +3,16 @@
 #include <cmath>
 
 #include "drx/core/primitive.h"
+#include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 
 namespace drx {
 namespace {
 
-class IsFinitePrim : public Primitive {
+class IsFinitePrim : public NoDerivativeUnary {
  public:
-  IsFinitePrim() : Primitive("is_finite") {}
+  IsFinitePrim() : NoDerivativeUnary("is_finite") {}
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     if (!is_floating(ins[0].dtype))
@@ -25,8 +26,7 @@ class IsFinitePrim : public Primitive {
     for (int64_t i = 0; i < x.size(); ++i) o[i] = std::isfinite(x.element_as_double(i)) ? 1 : 0;
     return {out};
   }
-  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
-    return {std::nullopt};
+};
   }
   MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
     return {std::nullopt};

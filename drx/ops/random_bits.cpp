@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "drx/core/primitive.h"
+#include "drx/ops/no_derivative.h"
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -82,9 +83,9 @@ class ThreefryPrim : public Primitive {
 
 // bitcast_convert[dtype]: the same bytes read as another dtype of the same
 // size (f32 <-> u32/i32, f64 <-> i64); no derivative.
-class BitcastPrim : public Primitive {
+class BitcastPrim : public NoDerivativeUnary {
  public:
-  BitcastPrim() : Primitive("bitcast_convert") {}
+  BitcastPrim() : NoDerivativeUnary("bitcast_convert") {}
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
@@ -102,8 +103,7 @@ class BitcastPrim : public Primitive {
     if (out.nbytes() > 0) std::memcpy(out.raw(), ins[0].raw(), out.nbytes());
     return {out};
   }
-  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
-    return {std::nullopt};
+};
   }
   MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
     return {std::nullopt};
