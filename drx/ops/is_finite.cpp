@@ -27,15 +27,6 @@ class IsFinitePrim : public NoDerivativeUnary {
     return {out};
   }
 };
-  }
-  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
-    return {std::nullopt};
-  }
-  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
-                            const Params& p) const override {
-    return {{emit1(*this, {ins[0].value}, p), ins[0].batched}};
-  }
-};
 
 }  // namespace
 

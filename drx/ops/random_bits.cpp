@@ -104,15 +104,6 @@ class BitcastPrim : public NoDerivativeUnary {
     return {out};
   }
 };
-  }
-  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
-    return {std::nullopt};
-  }
-  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
-                            const Params& params) const override {
-    return {{emit1(*this, {ins[0].value}, params), ins[0].batched}};
-  }
-};
 
 }  // namespace
 
