@@ -1,9 +1,14 @@
 // Writes the seed corpora under fuzz/corpus/ (run: build-fuzz/make_seeds fuzz/corpus).
 // Seeds are generated rather than hand-written so that they stay valid as the printed syntax
 // and the checkpoint layout evolve: re-run this after such a change and commit the result.
+// The StableHLO seeds are not committed: scripts/fuzz.sh writes them to a scratch directory
+// at run time (make_seeds DIR stablehlo), after checking that each still imports and passes
+// its checks.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -11,6 +16,9 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "drx/exec/executable.h"
+#include "drx/stablehlo/import.h"
+#include "drx/stablehlo/mlir_ast.h"
 #include "tools/fedavg/checkpoint.h"
 
 namespace {
@@ -296,19 +304,284 @@ void idx_seeds(const std::string& dir) {
   write_gz(dir + "/labels.idx.gz", labels);
 }
 
+// Small self-checking StableHLO modules in the forms JAX prints (module, @main calling
+// @inputs and @expected, check.expect_* custom calls), some ops in the pretty form and some in
+// the generic one, so the fuzzer starts from text that gets through the parser to the
+// importer's op rules, the executor and apply_check. Each must import, run and pass.
+void stablehlo_seeds(const std::string& dir) {
+  const std::vector<std::pair<std::string, std::string>> modules = {
+      {"add_compare_select",
+       "module @jit_main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} "
+       "{\n"
+       "  func.func public @main() -> (tensor<2x2xf32> {jax.result_info = \"\", "
+       "mhlo.layout_mode = \"default\"}) {\n"
+       "    %0:2 = call @inputs() : () -> (tensor<2x2xf32>, tensor<2x2xf32>)\n"
+       "    %1 = call @expected() : () -> tensor<2x2xf32>\n"
+       "    %2 = stablehlo.add %0#0, %0#1 : tensor<2x2xf32>\n"
+       "    %3 = stablehlo.compare  GT, %0#0, %0#1,  FLOAT : (tensor<2x2xf32>, tensor<2x2xf32>) "
+       "-> tensor<2x2xi1>\n"
+       "    %4 = stablehlo.select %3, %2, %0#1 : tensor<2x2xi1>, tensor<2x2xf32>\n"
+       "    stablehlo.custom_call @check.expect_close(%4, %1) {has_side_effect = true} : "
+       "(tensor<2x2xf32>, tensor<2x2xf32>) -> ()\n"
+       "    return %4 : tensor<2x2xf32>\n"
+       "  }\n"
+       "  func.func private @inputs() -> (tensor<2x2xf32> {mhlo.layout_mode = \"default\"}, "
+       "tensor<2x2xf32> {mhlo.layout_mode = \"default\"}) {\n"
+       "    %cst = stablehlo.constant dense<[[1.5, -2.0], [0.0, 3.25]]> : tensor<2x2xf32>\n"
+       "    %cst_0 = stablehlo.constant dense<[[0.5, 1.0], [0.0, -1.0]]> : tensor<2x2xf32>\n"
+       "    return %cst, %cst_0 : tensor<2x2xf32>, tensor<2x2xf32>\n"
+       "  }\n"
+       "  func.func private @expected() -> (tensor<2x2xf32> {mhlo.layout_mode = \"default\"}) {\n"
+       "    %cst = stablehlo.constant dense<[[2.0, 1.0], [0.0, 2.25]]> : tensor<2x2xf32>\n"
+       "    return %cst : tensor<2x2xf32>\n"
+       "  }\n"
+       "}\n"},
+      // The generic form throughout, with a splat and a hex constant.
+      {"generic_multiply_convert",
+       "module @jit_main {\n"
+       "  \"func.func\"() <{function_type = () -> tensor<3xf32>, res_attrs = [{jax.result_info = "
+       "\"\"}], sym_name = \"main\", sym_visibility = \"public\"}> ({\n"
+       "    %c = \"stablehlo.constant\"() <{value = dense<[1, -2, 3]> : tensor<3xi32>}> : () -> "
+       "tensor<3xi32>\n"
+       "    %c_0 = \"stablehlo.constant\"() <{value = dense<2> : tensor<3xi32>}> : () -> "
+       "tensor<3xi32>\n"
+       "    %0 = \"stablehlo.multiply\"(%c, %c_0) : (tensor<3xi32>, tensor<3xi32>) -> "
+       "tensor<3xi32>\n"
+       "    %1 = \"stablehlo.compare\"(%0, %c_0) <{comparison_direction = "
+       "#stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type SIGNED>}> "
+       ": (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi1>\n"
+       "    %2 = \"stablehlo.select\"(%1, %c_0, %0) : (tensor<3xi1>, tensor<3xi32>, "
+       "tensor<3xi32>) -> tensor<3xi32>\n"
+       "    %3 = \"stablehlo.convert\"(%2) : (tensor<3xi32>) -> tensor<3xf32>\n"
+       "    %cst = \"stablehlo.constant\"() <{value = dense<\"0x00000040000000400000C040\"> : "
+       "tensor<3xf32>}> : () -> tensor<3xf32>\n"
+       "    \"stablehlo.custom_call\"(%3, %cst) {call_target_name = \"check.expect_eq\", "
+       "has_side_effect = true} : (tensor<3xf32>, tensor<3xf32>) -> ()\n"
+       "    \"func.return\"(%3) : (tensor<3xf32>) -> ()\n"
+       "  }) : () -> ()\n"
+       "}\n"},
+      // reduce with a variadic compare-and-select body, as jnp.argmax lowers (with i32 indices:
+      // drx has no ui64).
+      {"argmax_reduce",
+       "module @jit_main attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} "
+       "{\n"
+       "  func.func public @main() -> (tensor<i32> {jax.result_info = \"\"}) {\n"
+       "    %cst = stablehlo.constant dense<[-3.5, 7.25, 2.0, 7.25, 0xFF800000]> : "
+       "tensor<5xf32>\n"
+       "    %c = stablehlo.constant dense<1> : tensor<i32>\n"
+       "    %0 = call @argmax(%cst) : (tensor<5xf32>) -> tensor<i32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%0, %c) {has_side_effect = true} : "
+       "(tensor<i32>, tensor<i32>) -> ()\n"
+       "    return %0 : tensor<i32>\n"
+       "  }\n"
+       "  func.func private @argmax(%arg0: tensor<5xf32>) -> tensor<i32> {\n"
+       "    %0 = stablehlo.iota dim = 0 : tensor<5xi32>\n"
+       "    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+       "    %c = stablehlo.constant dense<0> : tensor<i32>\n"
+       "    %1:2 = stablehlo.reduce(%arg0 init: %cst), (%0 init: %c) across dimensions = [0] : "
+       "(tensor<5xf32>, tensor<5xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, "
+       "tensor<i32>)\n"
+       "     reducer(%arg1: tensor<f32>, %arg3: tensor<f32>) (%arg2: tensor<i32>, %arg4: "
+       "tensor<i32>)  {\n"
+       "      %2 = stablehlo.compare  GT, %arg1, %arg3,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+       "tensor<i1>\n"
+       "      %3 = stablehlo.compare  NE, %arg1, %arg1,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+       "tensor<i1>\n"
+       "      %4 = stablehlo.or %2, %3 : tensor<i1>\n"
+       "      %5 = stablehlo.compare  EQ, %arg1, %arg3,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+       "tensor<i1>\n"
+       "      %6 = stablehlo.compare  LT, %arg2, %arg4,  SIGNED : (tensor<i32>, tensor<i32>) "
+       "-> tensor<i1>\n"
+       "      %7 = stablehlo.and %5, %6 : tensor<i1>\n"
+       "      %8 = stablehlo.or %4, %7 : tensor<i1>\n"
+       "      %9 = stablehlo.select %4, %arg1, %arg3 : tensor<i1>, tensor<f32>\n"
+       "      %10 = stablehlo.select %8, %arg2, %arg4 : tensor<i1>, tensor<i32>\n"
+       "      stablehlo.return %9, %10 : tensor<f32>, tensor<i32>\n"
+       "    }\n"
+       "    return %1#1 : tensor<i32>\n"
+       "  }\n"
+       "}\n"},
+      // A sum in the generic form and a max in the `applies` form.
+      {"reduce_sum_max",
+       "module @jit_main {\n"
+       "  func.func public @main() -> (tensor<2xi32>, tensor<3xi32>) {\n"
+       "    %c = stablehlo.constant dense<[[1, 2, 3], [-4, 5, -6]]> : tensor<2x3xi32>\n"
+       "    %c_0 = stablehlo.constant dense<0> : tensor<i32>\n"
+       "    %c_1 = stablehlo.constant dense<-2147483648> : tensor<i32>\n"
+       "    %0 = \"stablehlo.reduce\"(%c, %c_0) <{dimensions = array<i64: 1>}> ({\n"
+       "    ^bb0(%lhs0: tensor<i32>, %rhs0: tensor<i32>):\n"
+       "      %r = \"stablehlo.add\"(%lhs0, %rhs0) : (tensor<i32>, tensor<i32>) -> tensor<i32>\n"
+       "      \"stablehlo.return\"(%r) : (tensor<i32>) -> ()\n"
+       "    }) : (tensor<2x3xi32>, tensor<i32>) -> tensor<2xi32>\n"
+       "    %1 = stablehlo.reduce(%c init: %c_1) applies stablehlo.maximum across dimensions = "
+       "[0] : (tensor<2x3xi32>, tensor<i32>) -> tensor<3xi32>\n"
+       "    %c_2 = stablehlo.constant dense<[6, -5]> : tensor<2xi32>\n"
+       "    %c_3 = stablehlo.constant dense<[1, 5, 3]> : tensor<3xi32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%0, %c_2) {has_side_effect = true} : "
+       "(tensor<2xi32>, tensor<2xi32>) -> ()\n"
+       "    stablehlo.custom_call @check.expect_eq(%1, %c_3) {has_side_effect = true} : "
+       "(tensor<3xi32>, tensor<3xi32>) -> ()\n"
+       "    return %0, %1 : tensor<2xi32>, tensor<3xi32>\n"
+       "  }\n"
+       "}\n"},
+      // Batched in the pretty form, plain in the generic one.
+      {"dot_general",
+       "module @jit_main {\n"
+       "  func.func public @main() -> tensor<2x2x1xf32> {\n"
+       "    %a = stablehlo.constant dense<[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[1.0, 0.0, "
+       "0.0], [0.0, 1.0, 0.0]]]> : tensor<2x2x3xf32>\n"
+       "    %b = stablehlo.constant dense<[[[1.0], [1.0], [1.0]], [[2.0], [3.0], [4.0]]]> : "
+       "tensor<2x3x1xf32>\n"
+       "    %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] "
+       "x [1], precision = [DEFAULT, DEFAULT] : (tensor<2x2x3xf32>, tensor<2x3x1xf32>) -> "
+       "tensor<2x2x1xf32>\n"
+       "    %cst = stablehlo.constant dense<[[[6.0], [15.0]], [[2.0], [3.0]]]> : "
+       "tensor<2x2x1xf32>\n"
+       "    stablehlo.custom_call @check.expect_close(%0, %cst) {has_side_effect = true} : "
+       "(tensor<2x2x1xf32>, tensor<2x2x1xf32>) -> ()\n"
+       "    %c = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>\n"
+       "    %1 = \"stablehlo.dot_general\"(%c, %c) <{dot_dimension_numbers = "
+       "#stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>}> : "
+       "(tensor<2x2xi32>, tensor<2x2xi32>) -> tensor<2x2xi32>\n"
+       "    %c_0 = stablehlo.constant dense<[[7, 10], [15, 22]]> : tensor<2x2xi32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%1, %c_0) {has_side_effect = true} : "
+       "(tensor<2x2xi32>, tensor<2x2xi32>) -> ()\n"
+       "    return %0 : tensor<2x2x1xf32>\n"
+       "  }\n"
+       "}\n"},
+      // gather as JAX prints it (generic), and dynamic_slice with an index it must clamp.
+      {"gather_dynamic_slice",
+       "module @jit_main {\n"
+       "  func.func public @main() -> (tensor<2x3xf32>, tensor<2xf32>) {\n"
+       "    %a = stablehlo.constant dense<[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], "
+       "[9.0, 10.0, 11.0], [12.0, 13.0, 14.0]]> : tensor<5x3xf32>\n"
+       "    %i = stablehlo.constant dense<[[4], [1]]> : tensor<2x1xi64>\n"
+       "    %0 = \"stablehlo.gather\"(%a, %i) <{dimension_numbers = #stablehlo.gather<offset_dims "
+       "= [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, "
+       "slice_sizes = array<i64: 1, 3>}> : (tensor<5x3xf32>, tensor<2x1xi64>) -> "
+       "tensor<2x3xf32>\n"
+       "    %cst = stablehlo.constant dense<[[12.0, 13.0, 14.0], [3.0, 4.0, 5.0]]> : "
+       "tensor<2x3xf32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%0, %cst) {has_side_effect = true} : "
+       "(tensor<2x3xf32>, tensor<2x3xf32>) -> ()\n"
+       "    %r = stablehlo.constant dense<7> : tensor<i64>\n"
+       "    %c = stablehlo.constant dense<-1> : tensor<i64>\n"
+       "    %1 = stablehlo.dynamic_slice %a, %r, %c, sizes = [1, 2] : (tensor<5x3xf32>, "
+       "tensor<i64>, tensor<i64>) -> tensor<1x2xf32>\n"
+       "    %2 = stablehlo.reshape %1 : (tensor<1x2xf32>) -> tensor<2xf32>\n"
+       "    %cst_0 = stablehlo.constant dense<[12.0, 13.0]> : tensor<2xf32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%2, %cst_0) {has_side_effect = true} : "
+       "(tensor<2xf32>, tensor<2xf32>) -> ()\n"
+       "    return %0, %2 : tensor<2x3xf32>, tensor<2xf32>\n"
+       "  }\n"
+       "}\n"},
+      {"iota_slice_pad",
+       "module @jit_main {\n"
+       "  func.func public @main() -> tensor<3x4xf32> {\n"
+       "    %0 = stablehlo.iota dim = 1 : tensor<2x4xf32>\n"
+       "    %1 = stablehlo.slice %0 [0:2, 1:4:2] : (tensor<2x4xf32>) -> tensor<2x2xf32>\n"
+       "    %cst = stablehlo.constant dense<9.000000e+00> : tensor<f32>\n"
+       "    %2 = stablehlo.pad %1, %cst, low = [1, 0], high = [0, 1], interior = [0, 1] : "
+       "(tensor<2x2xf32>, tensor<f32>) -> tensor<3x4xf32>\n"
+       "    %cst_0 = stablehlo.constant dense<[[9.0, 9.0, 9.0, 9.0], [1.0, 9.0, 3.0, 9.0], [1.0, "
+       "9.0, 3.0, 9.0]]> : tensor<3x4xf32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%2, %cst_0) {has_side_effect = true} : "
+       "(tensor<3x4xf32>, tensor<3x4xf32>) -> ()\n"
+       "    %3 = \"stablehlo.pad\"(%1, %cst) <{edge_padding_high = array<i64: 0, -1>, "
+       "edge_padding_low = array<i64: -1, 0>, interior_padding = array<i64: 0, 0>}> : "
+       "(tensor<2x2xf32>, tensor<f32>) -> tensor<1x1xf32>\n"
+       "    %cst_1 = stablehlo.constant dense<1.0> : tensor<1x1xf32>\n"
+       "    stablehlo.custom_call @check.expect_eq(%3, %cst_1) {has_side_effect = true} : "
+       "(tensor<1x1xf32>, tensor<1x1xf32>) -> ()\n"
+       "    return %2 : tensor<3x4xf32>\n"
+       "  }\n"
+       "}\n"},
+      {"convert_broadcast_transpose",
+       "module @jit_main {\n"
+       "  func.func public @main() -> tensor<6x2xf64> {\n"
+       "    %0 = stablehlo.iota dim = 0 : tensor<3xi32>\n"
+       "    %1 = stablehlo.convert %0 : (tensor<3xi32>) -> tensor<3xf64>\n"
+       "    %2 = stablehlo.broadcast_in_dim %1, dims = [1] : (tensor<3xf64>) -> tensor<2x3xf64>\n"
+       "    %3 = stablehlo.transpose %2, dims = [1, 0] : (tensor<2x3xf64>) -> tensor<3x2xf64>\n"
+       "    %4 = stablehlo.concatenate %3, %3, dim = 0 : (tensor<3x2xf64>, tensor<3x2xf64>) -> "
+       "tensor<6x2xf64>\n"
+       "    %cst = stablehlo.constant dense<[[0.0, 0.0], [1.0, 1.0], [2.0, 2.0], [0.0, 0.0], "
+       "[1.0, 1.0], [2.0, 2.0]]> : tensor<6x2xf64>\n"
+       "    stablehlo.custom_call @check.expect_almost_eq(%4, %cst) {has_side_effect = true} : "
+       "(tensor<6x2xf64>, tensor<6x2xf64>) -> ()\n"
+       "    %5 = stablehlo.convert %4 : (tensor<6x2xf64>) -> tensor<6x2xui8>\n"
+       "    %6 = stablehlo.convert %5 : (tensor<6x2xui8>) -> tensor<6x2xi1>\n"
+       "    %c = stablehlo.constant dense<[[false, false], [true, true], [true, true], [false, "
+       "false], [true, true], [true, true]]> : tensor<6x2xi1>\n"
+       "    stablehlo.custom_call @check.expect_eq(%6, %c) {has_side_effect = true} : "
+       "(tensor<6x2xi1>, tensor<6x2xi1>) -> ()\n"
+       "    return %4 : tensor<6x2xf64>\n"
+       "  }\n"
+       "}\n"},
+      // A while loop: imported, and run here, but never run by the fuzz target (its trip
+      // count is unknown until it runs).
+      {"while_loop",
+       "module @jit_main {\n"
+       "  func.func public @main() -> tensor<f32> {\n"
+       "    %c = stablehlo.constant dense<0> : tensor<i32>\n"
+       "    %c_0 = stablehlo.constant dense<1> : tensor<i32>\n"
+       "    %c_1 = stablehlo.constant dense<3> : tensor<i32>\n"
+       "    %cst = stablehlo.constant dense<1.5> : tensor<f32>\n"
+       "    %0:2 = stablehlo.while(%iterArg = %c, %iterArg_0 = %cst) : tensor<i32>, tensor<f32>\n"
+       "     cond {\n"
+       "      %1 = stablehlo.compare  LT, %iterArg, %c_1,  SIGNED : (tensor<i32>, tensor<i32>) "
+       "-> tensor<i1>\n"
+       "      stablehlo.return %1 : tensor<i1>\n"
+       "    } do {\n"
+       "      %1 = stablehlo.add %iterArg, %c_0 : tensor<i32>\n"
+       "      %2 = stablehlo.add %iterArg_0, %iterArg_0 : tensor<f32>\n"
+       "      stablehlo.return %1, %2 : tensor<i32>, tensor<f32>\n"
+       "    }\n"
+       "    %cst_2 = stablehlo.constant dense<1.200000e+01> : tensor<f32>\n"
+       "    stablehlo.custom_call @check.expect_close(%0#1, %cst_2) {has_side_effect = true} : "
+       "(tensor<f32>, tensor<f32>) -> ()\n"
+       "    return %0#1 : tensor<f32>\n"
+       "  }\n"
+       "}\n"},
+  };
+  namespace sh = drx::stablehlo;
+  for (const auto& [name, text] : modules) {
+    const sh::ImportedModule m = sh::import_module(sh::parse_mlir(text));
+    if (m.checks.empty()) throw drx::Error("make_seeds: " + name + " has no check");
+    const std::vector<Array> out = drx::compile(m.program).run({});
+    for (const sh::Check& c : m.checks) {
+      const std::string why =
+          sh::apply_check(c, out.at(m.num_results + c.actual), out.at(m.num_results + c.expected));
+      if (!why.empty()) throw drx::Error("make_seeds: " + name + ": " + why);
+    }
+    write(dir + "/" + name + ".mlir", text);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr
-        << "usage: make_seeds CORPUS_DIR   (writes CORPUS_DIR/{program_text,checkpoint,idx})\n";
+  // The committed corpora by default; stablehlo only when named (scripts/fuzz.sh).
+  const std::vector<std::string> all = {"program_text", "checkpoint", "idx", "stablehlo"};
+  std::vector<std::string> targets(argv + std::min(argc, 2), argv + argc);
+  if (argc < 2 || std::any_of(targets.begin(), targets.end(), [&](const std::string& t) {
+        return std::find(all.begin(), all.end(), t) == all.end();
+      })) {
+    std::cerr << "usage: make_seeds CORPUS_DIR [TARGET...]   (writes CORPUS_DIR/TARGET for each of "
+                 "program_text, checkpoint, idx, stablehlo; default: the first three)\n";
     return 2;
   }
+  if (targets.empty()) targets.assign(all.begin(), all.end() - 1);
   const std::string root = argv[1];
   try {
-    program_seeds(root + "/program_text");
-    checkpoint_seeds(root + "/checkpoint");
-    idx_seeds(root + "/idx");
+    for (const std::string& t : targets) {
+      const std::string dir = root + "/" + t;
+      std::filesystem::create_directories(dir);
+      if (t == "program_text") program_seeds(dir);
+      if (t == "checkpoint") checkpoint_seeds(dir);
+      if (t == "idx") idx_seeds(dir);
+      if (t == "stablehlo") stablehlo_seeds(dir);
+    }
   } catch (const drx::Error& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs drx's libFuzzer targets (fuzz/).
 #
-#   scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_FLAGS...]   one target: program_text, checkpoint, idx
+#   scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_FLAGS...]   program_text, checkpoint, idx, stablehlo
 #   scripts/fuzz.sh --ci SECONDS_EACH                    build all, run each; non-zero on a finding
 #
 # Builds build-fuzz/ (clang-14, ASan + UBSan + libFuzzer) when needed, installing the compiler
 # through scripts/setup.sh if it is missing. Each run starts from a copy of the committed seed
 # corpus fuzz/corpus/TARGET in a scratch directory, so new corpus entries never land in the
-# repository; a crashing input is kept there and its path printed.
+# repository; a crashing input is kept there and its path printed. stablehlo has no committed
+# corpus: make_seeds writes its seeds (small hand-written modules) into the scratch directory,
+# and when ../shared/stablehlo-testdata/modules exists libFuzzer also reads the modules there,
+# as a second corpus directory it never writes to.
 # CI uses --ci 60: a clean build-fuzz takes about 2.5 min at -j2 on 2 idle cores (5.5 min
-# while another build competes), so build plus three 60 s runs stays within about 10 min.
+# while another build competes), so build plus four 60 s runs stays within about 10 min.
 # Environment: DRX_FUZZ_JOBS (build parallelism, default 2); DRX_FUZZ_KEEP=1 keeps the scratch
 # directory after a clean run (to harvest its corpus); DRX_FUZZ_BUILD, another build directory
 # (one configured with -DDRX_ROOT=SNAPSHOT fuzzes a fixed copy of the sources).
@@ -17,7 +20,8 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${DRX_FUZZ_BUILD:-$ROOT/build-fuzz}"
-TARGETS=(program_text checkpoint idx)
+TARGETS=(program_text checkpoint idx stablehlo)
+SHLO_MODULES="$ROOT/../shared/stablehlo-testdata/modules"
 JOBS="${DRX_FUZZ_JOBS:-2}"
 
 usage() {
@@ -48,19 +52,31 @@ run_target() {
   local scratch
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/drx-fuzz-$name.XXXXXX")"
   mkdir -p "$scratch/corpus" "$scratch/artifacts"
-  cp "$ROOT/fuzz/corpus/$name/"* "$scratch/corpus/"
+  local extra=() max_len=8192
+  if [[ -d "$ROOT/fuzz/corpus/$name" ]]; then
+    cp "$ROOT/fuzz/corpus/$name/"* "$scratch/corpus/"
+  else
+    "$BUILD/make_seeds" "$scratch/seeds" "$name" >/dev/null
+    mv "$scratch/seeds/$name/"* "$scratch/corpus/"
+    rm -r "$scratch/seeds"
+  fi
+  if [[ "$name" == stablehlo ]]; then
+    max_len=32768  # most of the JAX modules are larger than 8 KiB
+    if [[ -d "$SHLO_MODULES" ]]; then extra=("$SHLO_MODULES"); fi
+  fi
   local symbolizer
   symbolizer="$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)"
   echo "fuzz: $name for $seconds s in $scratch"
   local dict=()
   [[ -f "$ROOT/fuzz/$name.dict" ]] && dict=(-dict="$ROOT/fuzz/$name.dict")
   local rc=0 start=$SECONDS
-  # The corpus copy comes first so libFuzzer adds new inputs there; -max_len leaves room to
-  # grow beyond the small seeds.
+  # The corpus copy comes first so libFuzzer adds new inputs there (only there: it reads the
+  # directories after it); -max_len leaves room to grow beyond the small seeds.
   ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=0}${symbolizer:+:external_symbolizer_path=$symbolizer}" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    nice -n 19 "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=8192 \
-    -print_final_stats=1 -artifact_prefix="$scratch/artifacts/" "${dict[@]}" "$@" "$scratch/corpus" \
+    nice -n 19 "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len=$max_len \
+    -print_final_stats=1 -artifact_prefix="$scratch/artifacts/" "${dict[@]}" "$@" \
+    "$scratch/corpus" "${extra[@]}" \
     >"$scratch/log" 2>&1 || rc=$?
   local execs
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$scratch/log" | tail -1)"
@@ -97,5 +113,5 @@ fi
 
 name="${1%_fuzz}"
 [[ " ${TARGETS[*]} " == *" $name "* && "$2" =~ ^[0-9]+$ ]] || usage
-build "${name}_fuzz"
+build "${name}_fuzz" make_seeds
 run_target "$name" "$2" "${@:3}"

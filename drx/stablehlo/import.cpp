@@ -1,5 +1,6 @@
 #include "drx/stablehlo/import.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -32,7 +33,13 @@ std::vector<int64_t> int_list(const Operation& op, const char* name) {
   std::vector<int64_t> out;
   if (a.kind == Attribute::Kind::integer) return {a.i};
   if (a.kind == Attribute::Kind::dense) {
-    for (const std::string& e : a.elements) out.push_back(std::stoll(e));
+    for (const std::string& e : a.elements) {
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(e.data(), e.data() + e.size(), v);
+      if (ec != std::errc() || end != e.data() + e.size())
+        fail(op, std::string(name) + " must hold integers, not " + e);
+      out.push_back(v);
+    }
     return out;
   }
   if (a.kind != Attribute::Kind::array) fail(op, std::string(name) + " must be a list of integers");

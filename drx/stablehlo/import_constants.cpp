@@ -89,6 +89,14 @@ DType element_dtype(const std::string& e, int line) {
 Array dense_array(const Attribute& a, const TensorType& type, int line) {
   if (a.kind != Attribute::Kind::dense) bad(line, "expected a dense<...> constant");
   const DType dt = element_dtype(type.element, line);
+  // A splat names its size without spelling it out: refuse one too large to hold rather than
+  // fail in the allocator.
+  constexpr int64_t kMaxElements = int64_t{1} << 28;
+  int64_t count = 1;
+  for (int64_t d : type.shape)
+    count = d == 0 || count == 0 ? 0 : (d > kMaxElements / count ? kMaxElements + 1 : count * d);
+  if (count > kMaxElements)
+    bad(line, "a constant " + to_string(type) + " of more than 2^28 elements is not supported");
   Array out(dt, type.shape);
   const size_t width = dtype_size(dt);
   const int64_t n = out.size();

@@ -52,9 +52,15 @@ Values import_reduce(const Operation& op, const Values& in, const RegionFn& run)
   const size_t n = in.size() / 2;
   const std::vector<int64_t> dims = int_list(op, "dimensions");
   const Shape shape = in[0].shape();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(shape.size()) ||
+        std::find(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(i), dims[i]) !=
+            dims.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(op, "dimensions must be distinct axes of the rank-" + std::to_string(shape.size()) +
+                   " inputs");
   // An empty reduction is its init values.
   int64_t count = 1;
-  for (int64_t d : dims) count *= shape.at(static_cast<size_t>(d));
+  for (int64_t d : dims) count *= shape[static_cast<size_t>(d)];
   if (n == 1 && count > 0)
     if (const Operation* f = single_op_body(op.regions[0]))
       if (auto r = known_reduction(f->name, in[0], dims, in[1])) return {*r};
@@ -118,6 +124,12 @@ Value index_component(const Value& idx, int64_t c) {
 bool contains(const std::vector<int64_t>& v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
+// Whether v holds distinct values in [0, n).
+bool distinct_below(const std::vector<int64_t>& v, int64_t n) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < 0 || v[i] >= n || std::count(v.begin(), v.end(), v[i]) != 1) return false;
+  return true;
+}
 }  // namespace
 
 // out[b..., o...] = operand[clamp(start(b)) + offset(o)], computed as one
@@ -129,11 +141,59 @@ Value import_gather(const Operation& op, const Value& operand, const Value& indi
   const auto operand_batching = list_of(dn, "operand_batching_dims", op, true);
   const auto indices_batching = list_of(dn, "start_indices_batching_dims", op, true);
   const auto start_index_map = list_of(dn, "start_index_map", op);
-  const int64_t index_vector_dim = list_of(dn, "index_vector_dim", op).at(0);
+  const auto index_vector = list_of(dn, "index_vector_dim", op);
   const auto slice_sizes = int_list(op, "slice_sizes");
-  const Shape out_shape = op.result_types.at(0).shape;
+  if (op.result_types.size() != 1) fail(op, "must declare one result type");
+  const Shape out_shape = op.result_types[0].shape;
   const Shape xs = operand.shape();
   const int64_t out_rank = static_cast<int64_t>(out_shape.size());
+  // The spec's constraints on the dimension numbers, which the code below relies on.
+  const int64_t rank = operand.ndim(), irank = indices.ndim();
+  if (index_vector.size() != 1 || index_vector[0] < 0 || index_vector[0] > irank)
+    fail(op, "index_vector_dim must be an axis of the indices, or their rank");
+  const int64_t index_vector_dim = index_vector[0];
+  const int64_t index_size =
+      index_vector_dim == irank ? 1 : indices.shape()[static_cast<size_t>(index_vector_dim)];
+  if (static_cast<int64_t>(slice_sizes.size()) != rank)
+    fail(op, "slice_sizes needs one size per operand axis");
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t size = slice_sizes[static_cast<size_t>(d)];
+    if (size < 0 || size > xs[static_cast<size_t>(d)] ||
+        ((contains(collapsed, d) || contains(operand_batching, d)) && size > 1))
+      fail(op, "slice_sizes do not fit the operand (or a collapsed/batching size is over 1)");
+  }
+  if (!distinct_below(offset_dims, out_rank) ||
+      !std::is_sorted(offset_dims.begin(), offset_dims.end()) || !distinct_below(collapsed, rank) ||
+      !distinct_below(operand_batching, rank) || !distinct_below(indices_batching, irank) ||
+      contains(indices_batching, index_vector_dim) ||
+      indices_batching.size() != operand_batching.size() ||
+      !distinct_below(start_index_map, rank) ||
+      static_cast<int64_t>(start_index_map.size()) != index_size)
+    fail(op, "invalid dimension_numbers");
+  for (int64_t d : collapsed)
+    if (contains(operand_batching, d)) fail(op, "invalid dimension_numbers");
+  for (int64_t d : start_index_map)
+    if (contains(operand_batching, d)) fail(op, "invalid dimension_numbers");
+  if (static_cast<int64_t>(offset_dims.size() + collapsed.size() + operand_batching.size()) !=
+          rank ||
+      out_rank !=
+          irank - (index_vector_dim < irank ? 1 : 0) + static_cast<int64_t>(offset_dims.size()))
+    fail(op, "the result's rank does not follow from the dimension_numbers");
+  {  // The result's shape: the indices' batch dims, and the windowed slice sizes at offset_dims.
+    Shape expect(static_cast<size_t>(out_rank));
+    for (int64_t d = 0, b = 0, w = 0; d < out_rank; ++d) {
+      if (contains(offset_dims, d)) {
+        while (contains(collapsed, w) || contains(operand_batching, w)) ++w;
+        expect[static_cast<size_t>(d)] = slice_sizes[static_cast<size_t>(w++)];
+      } else {
+        if (b == index_vector_dim) ++b;
+        expect[static_cast<size_t>(d)] = indices.shape()[static_cast<size_t>(b++)];
+      }
+    }
+    if (expect != out_shape)
+      fail(op, "declares result shape " + to_string(op.result_types[0]) +
+                   ", but the dimension_numbers give another");
+  }
   // Index vectors along the last axis.
   Value idx = astype(indices, DType::i64);
   if (index_vector_dim == idx.ndim()) idx = expand_dims(idx, idx.ndim());
