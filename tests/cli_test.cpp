@@ -4,14 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "drx/drx.h"
+#include "drx/stablehlo/import.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
 
@@ -45,7 +48,7 @@ TEST(Cli, HelpListsEveryCommand) {
   for (const char* flag : {"help", "--help", "-h"}) {
     CliResult r = cli({flag});
     EXPECT_EQ(r.code, 0) << flag;
-    for (const char* name : {"demo", "run", "check", "help"})
+    for (const char* name : {"demo", "run", "check", "import", "help"})
       EXPECT_NE(r.out.find(std::string("  ") + name), std::string::npos) << flag << ": " << name;
   }
 }
@@ -265,6 +268,224 @@ TEST(Cli, MalformedProgramIsAnErrorNotACrash) {
     EXPECT_EQ(r.code, 1) << "text: " << text;
     EXPECT_EQ(r.err.rfind("drx: error: ", 0), 0u) << r.err;
   }
+}
+
+// ---- StableHLO modules (.mlir) ------------------------------------------------
+
+// JAX's self-checking modules, read in place (never copied into the repository).
+const std::string kCorpus = std::string(DRX_SOURCE_DIR) + "/../shared/stablehlo-testdata/modules";
+
+#define REQUIRE_CORPUS()                                         \
+  if (!std::filesystem::is_directory(kCorpus))                   \
+  GTEST_SKIP() << "StableHLO test data not found at " << kCorpus \
+               << " (../shared/stablehlo-testdata); skipping"
+
+// f(x) = x * x + x on f32[3], as JAX prints it.
+const char* const kSquareModule = R"(module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+  func.func public @main(%arg0: tensor<3xf32>) -> (tensor<3xf32> {jax.result_info = ""}) {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<3xf32>
+    %1 = stablehlo.add %0, %arg0 : tensor<3xf32>
+    return %1 : tensor<3xf32>
+  }
+}
+)";
+
+// A self-checking module: [1, 2] + [1, 2] checked against [2, 4] (line 6).
+const char* const kCheckedModule = R"(module @jit_main {
+  func.func public @main() -> (tensor<2xf32>) {
+    %cst = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %cst_0 = stablehlo.constant dense<[2.0, 4.0]> : tensor<2xf32>
+    %0 = stablehlo.add %cst, %cst : tensor<2xf32>
+    stablehlo.custom_call @check.expect_close(%0, %cst_0) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %0 : tensor<2xf32>
+  }
+}
+)";
+
+// `text` with its one occurrence of `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  EXPECT_EQ(text.find(from, at + 1), std::string::npos) << from << " occurs more than once";
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+// The 1-based line of the first occurrence of `part` in `text`.
+int line_of(const std::string& text, const std::string& part) {
+  size_t at = text.find(part);
+  EXPECT_NE(at, std::string::npos) << part;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n'));
+}
+
+class MlirFile : public ScratchPath {
+ public:
+  MlirFile(const std::string& name, const std::string& text) : ScratchPath(name + ".mlir") {
+    std::ofstream(path()) << text;
+  }
+};
+
+TEST(CliStablehlo, ImportPrintsAProgramThatRunsAsTheModule) {
+  MlirFile module("square", kSquareModule);
+  CliResult r = cli({"import", module.path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "no checks, nothing dropped";
+  drx::Program p = drx::parse_program(r.out);
+  drx::verify(p);
+  EXPECT_EQ(drx::to_string(p), r.out);
+  EXPECT_EQ(p.input_types(), (std::vector<drx::Type>{drx::Type(drx::f32, {3})}));
+  ProgramFile prog(r.out);
+  EXPECT_EQ(cli({"run", prog.path(), "--arg", "1,2,-3"}).out, "f32[3]{2, 6, 6}\n");
+  // The module runs as it is too, and `check` prints what `import` does.
+  CliResult run = cli({"run", module.path(), "--arg", "1,2,-3"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "f32[3]{2, 6, 6}\n");
+  CliResult check = cli({"check", module.path()});
+  ASSERT_EQ(check.code, 0) << check.err;
+  EXPECT_EQ(check.out, r.out);
+}
+
+TEST(CliStablehlo, ImportWritesTheFileAtomically) {
+  MlirFile module("square", kSquareModule);
+  ScratchPath written("square.drx");
+  CliResult r = cli({"import", module.path(), "-o", written.path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(file_bytes(written.path()), cli({"import", module.path()}).out);
+  EXPECT_EQ(cli({"run", written.path(), "--arg", "0.5"}).out, "f32[3]{0.75, 0.75, 0.75}\n");
+
+  r = cli({"import", module.path(), "-o", "/nonexistent/dir/p.drx"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("import: cannot write '/nonexistent/dir/p.drx'"), std::string::npos)
+      << r.err;
+}
+
+TEST(CliStablehlo, RunAppliesTheChecksOfASelfCheckingModule) {
+  MlirFile module("checked", kCheckedModule);
+  for (const char* executor : {"--print", "--interpret"}) {
+    CliResult r = cli({"run", module.path(), executor});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("f32[2]{2, 4}\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("checks: 1 passed\n"), std::string::npos) << r.out;
+  }
+  // --print shows @main's results only, as `drx import` prints them.
+  EXPECT_EQ(cli({"run", module.path(), "--print"}).out.find(cli({"import", module.path()}).out),
+            0u);
+
+  MlirFile wrong("wrong", replaced(kCheckedModule, "[2.0, 4.0]", "[2.0, 4.5]"));
+  CliResult r = cli({"run", wrong.path()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("run: '" + wrong.path() + "': check.expect_close at line 6: element 1 is 4"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(CliStablehlo, ImportSaysWhatItDropped) {
+  MlirFile module("checked", kCheckedModule);
+  CliResult r = cli({"import", module.path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("import: '" + module.path() + "': 1 check dropped"), std::string::npos)
+      << r.err;
+  drx::Program p = drx::parse_program(r.out);
+  ASSERT_EQ(p.outputs.size(), 1u);
+  EXPECT_EQ(drx::run(p, {})[0].to_vector<float>(), (std::vector<float>{2, 4}));
+  // Only what computes the result is left: the expected constant is gone.
+  EXPECT_EQ(r.out.find("4.5"), std::string::npos);
+  EXPECT_EQ(cli({"check", module.path()}).out, r.out);
+}
+
+TEST(CliStablehlo, ErrorsNameTheCommandFileAndLine) {
+  const std::string head = "module {\n  func.func public @main() -> tensor<2xf32> {\n";
+  MlirFile malformed("malformed", head + "    %0 = frobnicate %a : tensor<2xf32>\n  }\n}\n");
+  MlirFile unsupported("unsupported",
+                       head +
+                           "    %0 = stablehlo.custom_call @frob() : () -> tensor<2xf32>\n"
+                           "    return %0 : tensor<2xf32>\n  }\n}\n");
+  for (const char* cmd : {"import", "run", "check"}) {
+    CliResult r = cli({cmd, malformed.path()});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_EQ(r.err.rfind(std::string("drx: error: ") + cmd + ": '" + malformed.path() + "': ", 0),
+              0u)
+        << r.err;
+    EXPECT_NE(r.err.find("line 3: unknown op 'frobnicate'"), std::string::npos) << r.err;
+    r = cli({cmd, unsupported.path()});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_NE(r.err.find("line 3: stablehlo.custom_call: custom_call @frob is not supported"),
+              std::string::npos)
+        << r.err;
+    r = cli({cmd, "/nonexistent/m.mlir"});
+    EXPECT_EQ(r.code, 1) << cmd;
+    EXPECT_NE(r.err.find(std::string(cmd) + ": cannot open program file '/nonexistent/m.mlir'"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+TEST(CliStablehlo, ImportUsage) {
+  MlirFile module("square", kSquareModule);
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"import"}, "import: missing the StableHLO module FILE"},
+      {{"import", module.path(), "-o"}, "import: -o needs a file"},
+      {{"import", module.path(), "--bogus"}, "import: unknown flag '--bogus'"},
+      {{"import", module.path(), module.path()}, "import: one module file expected"},
+      {{"import", module.path(), "-o", "a.drx", "-o", "b.drx"}, "import: -o is given twice"},
+      {{"run", module.path()}, "takes 1 inputs (f32[3]), got 0 --arg"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = cli(c.args);
+    EXPECT_EQ(r.code, 2) << c.message;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+  }
+  CliResult help = cli({"help", "import"});
+  ASSERT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("usage: drx import FILE.mlir [-o PROG.drx]"), std::string::npos)
+      << help.out;
+  EXPECT_NE(cli({"help", "run"}).out.find(".mlir"), std::string::npos);
+  EXPECT_NE(cli({"help", "check"}).out.find(".mlir"), std::string::npos);
+}
+
+// The corpus: JAX's add on f32[2] with its check.expect_close.
+TEST(CliStablehlo, CorpusModuleImportsRunsAndChecks) {
+  REQUIRE_CORPUS();
+  const std::string path = kCorpus + "/add_any_float32_2_float32_2.mlir";
+  CliResult r = cli({"import", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 check dropped"), std::string::npos) << r.err;
+
+  ScratchPath written("add.drx");
+  ASSERT_EQ(cli({"import", path, "-o", written.path()}).code, 0);
+  drx::Program p = drx::parse_program(file_bytes(written.path()));
+  drx::verify(p);
+  EXPECT_EQ(drx::to_string(p), r.out);
+  // The same results as the imported module's program, on the same (no) inputs.
+  drx::stablehlo::ImportedModule m =
+      drx::stablehlo::import_module(drx::stablehlo::parse_mlir(file_bytes(path)));
+  std::vector<drx::Array> want = drx::run(m.program, {});
+  std::vector<drx::Array> got = drx::run(p, {});
+  ASSERT_EQ(got.size(), m.num_results);
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(got[k].str(), want[k].str());
+
+  r = cli({"run", path});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("checks: 1 passed\n"), std::string::npos) << r.out;
+  EXPECT_EQ(cli({"check", path}).out, file_bytes(written.path()));
+}
+
+TEST(CliStablehlo, CorpusModuleWithAnAlteredExpectationFails) {
+  REQUIRE_CORPUS();
+  const std::string text = file_bytes(kCorpus + "/add_any_float32_2_float32_2.mlir");
+  // The expected sum's second element, 2.94368386, changed in its second digit.
+  MlirFile altered("altered_add", replaced(text, "2.94368386", "2.84368386"));
+  CliResult r = cli({"run", altered.path()});
+  EXPECT_EQ(r.code, 1);
+  const int line = line_of(text, "@check.expect_close");
+  EXPECT_NE(r.err.find("check.expect_close at line " + std::to_string(line) + ": element 1 is "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("checks:"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -21,9 +21,12 @@ const std::vector<Command>& commands() {
        "result.\n",
        demo_command},
       {"run", "FILE [--arg VALUES|X.npy]... [--out Y.npy]... [--interpret] [--print]",
-       "run a program saved as text",
+       "run a program saved as text, or a StableHLO module",
        "Parses and verifies the program in FILE ('-' reads standard input), runs it on\n"
-       "one --arg per input and prints each output.\n"
+       "one --arg per input and prints each output. A FILE ending in .mlir is a\n"
+       "StableHLO module (as `drx import` reads it) and @main runs; the check.expect_*\n"
+       "calls of a self-checking module are applied after it ran: \"checks: N passed\",\n"
+       "or exit code 1 naming the first that failed and its line.\n"
        "\n"
        "  --arg VALUES  a comma-separated list filling the input's shape in row-major\n"
        "                order, or one number for every element\n"
@@ -37,14 +40,29 @@ const std::vector<Command>& commands() {
        "  --print       print the program first\n"
        "\n"
        "  drx run prog.drx --arg 1,2,3,4 --arg 0.5\n"
-       "  drx run prog.drx --arg x.npy --arg w.npy --out y.npy\n",
+       "  drx run prog.drx --arg x.npy --arg w.npy --out y.npy\n"
+       "  drx run add_f32.mlir\n",
        run_command},
       {"check", "FILE", "parse and verify a program, print it in canonical form",
-       "Parses the program in FILE ('-' reads standard input), checks its "
-       "types and\n"
-       "SSA form, and prints it back; exit code 1 with the reason if it is "
-       "invalid.\n",
+       "Parses the program in FILE ('-' reads standard input), checks its types and\n"
+       "SSA form, and prints it back; exit code 1 with the reason if it is invalid.\n"
+       "A FILE ending in .mlir is a StableHLO module: it is imported and the drx\n"
+       "program printed, as `drx import` prints it.\n",
        check_command},
+      {"import", "FILE.mlir [-o PROG.drx]", "import a StableHLO module as a drx program",
+       "Parses the StableHLO module in FILE ('-' reads standard input), as JAX exports\n"
+       "it (jax.jit(f).lower(...).as_text(), pretty or generic form), imports its\n"
+       "@main and prints the drx program, which `drx run` and drx::parse_program read.\n"
+       "The check.expect_* calls of a self-checking module are dropped, and said so on\n"
+       "standard error (`drx run FILE.mlir` applies them); sharding annotations change\n"
+       "no value and are ignored. An op drx cannot express is exit code 1 naming the\n"
+       "op and its line.\n"
+       "\n"
+       "  -o PROG.drx   write the program to PROG.drx (replaced atomically) instead of\n"
+       "                printing it\n"
+       "\n"
+       "  drx import f.mlir -o f.drx && drx run f.drx --arg 1,2\n",
+       import_command},
       {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
        fedavg_command},
   };
@@ -115,7 +133,7 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     print_command_help(*c, out);
     return kExitOk;
   }
-  return c->run(rest, out);
+  return c->run(rest, out, err);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 namespace drx::tool {
 
 // A tour in one screen: trace a small function, show its IR, run it compiled.
-int demo_command(const Args &args, std::ostream &out) {
+int demo_command(const Args& args, std::ostream& out, std::ostream&) {
   if (!args.empty())
     throw UsageError("demo: takes no arguments, got '" + args[0] + "'");
 

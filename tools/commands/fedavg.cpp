@@ -11,7 +11,7 @@
 namespace drx::tool {
 
 // Federated averaging on Fashion-MNIST; tools/fedavg holds the pieces.
-int fedavg_command(const Args& args, std::ostream& out) {
+int fedavg_command(const Args& args, std::ostream& out, std::ostream&) {
   fedavg::Options o = fedavg::parse_options(args);
   if (o.help) {
     out << "usage: drx fedavg " << fedavg::usage_text() << "\n\n"

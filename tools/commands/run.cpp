@@ -1,38 +1,18 @@
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
 #include <optional>
 #include <ostream>
 #include <set>
-#include <sstream>
 #include <string>
+#include <utility>
 
 #include "drx/drx.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
+#include "tools/commands/program_files.h"
 
 namespace drx::tool {
 namespace {
-
-std::string read_text(const std::string& path, const char* cmd) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream in(path);
-  if (!in) throw Error(std::string(cmd) + ": cannot open program file '" + path + "'");
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(std::string(cmd) + ": cannot read program file '" + path + "'");
-  return ss.str();
-}
-
-Program load(const std::string& path, const char* cmd) {
-  Program p = parse_program(read_text(path, cmd));
-  verify(p);
-  return p;
-}
 
 // The rule for --arg and --out: a value ending in ".npy" names a NumPy file.
 bool names_npy_file(const std::string& value) { return value.ends_with(".npy"); }
@@ -147,39 +127,87 @@ RunFlags parse_run_flags(const Args& args) {
   return flags;
 }
 
-}  // namespace
+// What `drx run` runs: a drx program file as it is, or a StableHLO module's
+// program, whose outputs after @main's results are its checks' values.
+struct Runnable {
+  stablehlo::ImportedModule module;  // no checks for a drx program file
+  Program shown;                     // what --print prints
+};
 
-int run_command(const Args& args, std::ostream& out) {
-  const RunFlags flags = parse_run_flags(args);
-  Program p = load(*flags.file, "run");
+Runnable load_runnable(const std::string& path) {
+  if (!names_mlir_file(path)) {
+    Program p = load_program(path, "run");
+    const size_t n = p.outputs.size();
+    return {stablehlo::ImportedModule{p, n, {}, {}}, p};
+  }
+  stablehlo::ImportedModule m = load_mlir(path, "run");
+  Program shown = results_only(m);
+  return {std::move(m), std::move(shown)};
+}
+
+std::vector<Array> parse_inputs(const RunFlags& flags, const Program& p) {
   const std::vector<Type> in_types = p.input_types();
   if (flags.args.size() != in_types.size())
     throw UsageError("run: program @" + p.name + " takes " + std::to_string(in_types.size()) +
                      " inputs (" + types_list(in_types) + "), got " +
                      std::to_string(flags.args.size()) + " --arg");
-  const size_t n_outputs = p.outputs.size();
-  if (!flags.outs.empty() && flags.outs.size() != n_outputs)
-    throw UsageError("run: program @" + p.name + " has " + std::to_string(n_outputs) +
-                     " outputs (" + types_list(p.output_types()) + "), got " +
-                     std::to_string(flags.outs.size()) + " --out (give none, or one per output)");
   std::vector<Array> inputs;
   for (size_t i = 0; i < in_types.size(); ++i)
     inputs.push_back(parse_input(flags.args[i], in_types[i], i));
+  return inputs;
+}
 
-  if (flags.print) out << to_string(p);
-  std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
+void check_out_count(const RunFlags& flags, const Program& shown) {
+  const size_t n_outputs = shown.outputs.size();
+  if (!flags.outs.empty() && flags.outs.size() != n_outputs)
+    throw UsageError("run: program @" + shown.name + " has " + std::to_string(n_outputs) +
+                     " outputs (" + types_list(shown.output_types()) + "), got " +
+                     std::to_string(flags.outs.size()) + " --out (give none, or one per output)");
+}
+
+// Prints @main's results, or writes them to the --out files.
+void emit_results(const RunFlags& flags, const std::vector<Array>& outputs, size_t n,
+                  std::ostream& out) {
   if (flags.outs.empty()) {
-    for (const Array& a : outputs) out << a.str() << "\n";
+    for (size_t k = 0; k < n; ++k) out << outputs[k].str() << "\n";
   } else {
-    for (size_t k = 0; k < outputs.size(); ++k) save_npy(flags.outs[k], outputs[k]);
+    for (size_t k = 0; k < n; ++k) save_npy(flags.outs[k], outputs[k]);
   }
+}
+
+// A self-checking module's checks, applied to what it computed.
+void apply_checks(const RunFlags& flags, const stablehlo::ImportedModule& m,
+                  const std::vector<Array>& outputs, std::ostream& out) {
+  if (m.checks.empty()) return;
+  const std::string failure = first_failed_check(m, outputs);
+  if (!failure.empty()) throw Error("run: '" + *flags.file + "': " + failure);
+  out << "checks: " << m.checks.size() << " passed\n";
+}
+
+}  // namespace
+
+int run_command(const Args& args, std::ostream& out, std::ostream&) {
+  const RunFlags flags = parse_run_flags(args);
+  const Runnable r = load_runnable(*flags.file);
+  const Program& p = r.module.program;
+  check_out_count(flags, r.shown);
+  const std::vector<Array> inputs = parse_inputs(flags, p);
+
+  if (flags.print) out << to_string(r.shown);
+  std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
+  emit_results(flags, outputs, r.module.num_results, out);
+  apply_checks(flags, r.module, outputs, out);
   return 0;
 }
 
-int check_command(const Args& args, std::ostream& out) {
+int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (args.size() != 1 || (args[0].starts_with("-") && args[0] != "-"))
     throw UsageError("check: expects exactly one program FILE");
-  out << to_string(load(args[0], "check"));
+  const std::string& path = args[0];
+  if (names_mlir_file(path))
+    out << import_text(load_mlir(path, "check"), path, "check", err);
+  else
+    out << to_string(load_program(path, "check"));
   return 0;
 }
 
