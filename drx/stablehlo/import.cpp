@@ -14,6 +14,7 @@
 #include "drx/trace/program_of.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
+#include "drx/transforms/simplify.h"
 
 namespace drx::stablehlo {
 namespace detail {
@@ -357,6 +358,12 @@ ImportedModule import_module(const Module& module, const std::string& entry) {
   return out;
 }
 
+Program results_program(const ImportedModule& m) {
+  Program p = m.program;
+  p.outputs.resize(m.num_results);
+  return eliminate_dead_code(p);
+}
+
 std::string apply_check(const Check& c, const Array& actual, const Array& expected) {
   if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype())
     return "line " + std::to_string(c.line) + ": " + c.kind + ": " + actual.str().substr(0, 40) +
@@ -380,6 +387,6 @@ std::string apply_check(const Check& c, const Array& actual, const Array& expect
 
 namespace drx {
 Program from_stablehlo(const std::string& text) {
-  return stablehlo::import_module(stablehlo::parse_mlir(text)).program;
+  return stablehlo::results_program(stablehlo::import_module(stablehlo::parse_mlir(text)));
 }
 }  // namespace drx

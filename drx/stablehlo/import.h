@@ -38,6 +38,10 @@ struct ImportedModule {
 
 ImportedModule import_module(const Module& module, const std::string& entry = "main");
 
+// m.program with @main's results only (the check outputs and the ops only they
+// use removed).
+Program results_program(const ImportedModule& m);
+
 // How a check compares: expect_eq is exact (bitwise for floats, NaN equal to
 // NaN); expect_close and expect_almost_eq allow 3 ULP, as StableHLO's
 // interpreter, or a relative 2^-20 (f32) / 2^-44 (f64) where the two sides
@@ -48,6 +52,7 @@ std::string apply_check(const Check& check, const Array& actual, const Array& ex
 }  // namespace drx::stablehlo
 
 namespace drx {
-// @main of a StableHLO module as a Program (checks dropped).
+// @main of a StableHLO module as a Program: its results only (the checks of a
+// self-checking module, and the ops only they use, are dropped).
 Program from_stablehlo(const std::string& text);
 }  // namespace drx

@@ -38,9 +38,7 @@ stablehlo::ImportedModule load_mlir(const std::string& path, const char* cmd) {
 }
 
 Program results_only(const stablehlo::ImportedModule& m) {
-  Program p = m.program;
-  p.outputs.resize(m.num_results);
-  p = eliminate_dead_code(p);
+  Program p = stablehlo::results_program(m);
   verify(p);
   return p;
 }
