@@ -14,66 +14,14 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "fuzz/program_cost.h"
 
 namespace {
 
-// Bounds that keep one execution in the millisecond range: the interesting bugs are in the
-// handling of shapes and parameters, not in the size of the data.
-constexpr int64_t kMaxElements = 4096;  // per variable, and over all inputs together
-constexpr int64_t kMaxCost = int64_t{1} << 20;
-constexpr int kMaxDepth = 16;
-
-// Saturates instead of overflowing: a verified program may still declare dims whose product
-// does not fit in int64.
-int64_t capped_elements(const drx::Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return kMaxElements + 1;
-    if (d == 0) return 0;
-    if (n > kMaxElements / d) return kMaxElements + 1;
-    n *= d;
-  }
-  return n;
-}
-
-int64_t leading_dim(const drx::Type& t) { return t.shape.empty() ? 1 : t.shape[0]; }
-
-// A rough count of the elements the interpreter touches, or -1 when it is too much to run.
-// Sub-programs (map_fn bodies, cond branches) may run once per element of a leading axis, so
-// their cost is scaled by the largest leading dimension among the equation's inputs (or a
-// scan's length).
-int64_t cost(const drx::Program& p, int depth) {
-  if (depth > kMaxDepth) return -1;
-  for (const drx::Type& t : p.var_types)
-    if (capped_elements(t.shape) > kMaxElements) return -1;
-  int64_t total = 0;
-  for (const drx::Eqn& e : p.eqns) {
-    // A while_loop's trip count is unknown until it runs: parsed and verified, never run.
-    if (e.prim == &drx::prims::while_loop()) return -1;
-    int64_t reps = 1;
-    // A scan runs its body `length` times.
-    if (e.params.has("length"))
-      if (const auto* n = std::get_if<int64_t>(&e.params.at("length", e.prim->name()))) {
-        if (*n < 0 || *n > kMaxCost) return -1;
-        reps = std::max<int64_t>(reps, *n);
-      }
-    for (int v : e.ins) {
-      total += capped_elements(p.type_of(v).shape);
-      reps = std::max(reps, leading_dim(p.type_of(v)));
-    }
-    for (int v : e.outs) total += capped_elements(p.type_of(v).shape);
-    for (const auto& [key, attr] : e.params.items()) {
-      if (const auto* sub = std::get_if<std::shared_ptr<const drx::Program>>(&attr)) {
-        if (!*sub) continue;
-        int64_t c = cost(**sub, depth + 1);
-        if (c < 0 || c > kMaxCost / reps) return -1;
-        total += c * reps;
-      }
-    }
-    if (total > kMaxCost) return -1;
-  }
-  return total;
-}
+// Per variable (and over all inputs together), and in all: one execution stays in the
+// millisecond range.
+constexpr drx::fuzz::CostLimits kLimits{4096, int64_t{1} << 20};
+constexpr int64_t kMaxElements = kLimits.max_elements;
 
 // splitmix64: inputs derived from the fuzz bytes, so every finding reproduces from its file.
 struct Rng {
@@ -153,8 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   int64_t input_elements = 0;
-  for (int v : program.inputs) input_elements += capped_elements(program.type_of(v).shape);
-  if (input_elements > kMaxElements || cost(program, 0) < 0) {
+  for (int v : program.inputs) input_elements += drx::fuzz::capped_elements(program.type_of(v).shape, kLimits);
+  if (input_elements > kMaxElements || drx::fuzz::program_cost(program, kLimits) < 0) {
     note("too large to run");
     return 0;
   }

@@ -15,66 +15,15 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "fuzz/program_cost.h"
 #include "drx/exec/executable.h"
 #include "drx/stablehlo/import.h"
 #include "drx/stablehlo/mlir_ast.h"
 
 namespace {
 
-// Bounds that keep one execution short and its memory small: the bugs worth finding are in
-// the handling of ops, attributes and shapes, not in the size of the data.
-constexpr int64_t kMaxElements = 100000;  // per value, in @main and in every sub-program
-constexpr int64_t kMaxCost = int64_t{1} << 22;
-constexpr int kMaxDepth = 16;
-
-// Saturates instead of overflowing.
-int64_t capped_elements(const drx::Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return kMaxElements + 1;
-    if (d == 0) return 0;
-    if (n > kMaxElements / d) return kMaxElements + 1;
-    n *= d;
-  }
-  return n;
-}
-
-int64_t leading_dim(const drx::Type& t) { return t.shape.empty() ? 1 : t.shape[0]; }
-
-// A rough count of the elements the executor touches, or -1 when it is too much to run (as in
-// program_text_fuzz.cpp): sub-programs (a reduce's fold, cond branches) are scaled by a scan's
-// length or the largest leading dimension of the equation's inputs.
-int64_t cost(const drx::Program& p, int depth) {
-  if (depth > kMaxDepth) return -1;
-  for (const drx::Type& t : p.var_types)
-    if (capped_elements(t.shape) > kMaxElements) return -1;
-  int64_t total = 0;
-  for (const drx::Eqn& e : p.eqns) {
-    // stablehlo.while: its trip count is unknown until it runs, so imported, never run.
-    if (e.prim == &drx::prims::while_loop()) return -1;
-    int64_t reps = 1;
-    if (e.params.has("length"))
-      if (const auto* n = std::get_if<int64_t>(&e.params.at("length", e.prim->name()))) {
-        if (*n < 0 || *n > kMaxCost) return -1;
-        reps = std::max<int64_t>(reps, *n);
-      }
-    for (int v : e.ins) {
-      total += capped_elements(p.type_of(v).shape);
-      reps = std::max(reps, leading_dim(p.type_of(v)));
-    }
-    for (int v : e.outs) total += capped_elements(p.type_of(v).shape);
-    for (const auto& [key, attr] : e.params.items()) {
-      if (const auto* sub = std::get_if<std::shared_ptr<const drx::Program>>(&attr)) {
-        if (!*sub) continue;
-        int64_t c = cost(**sub, depth + 1);
-        if (c < 0 || c > kMaxCost / reps) return -1;
-        total += c * reps;
-      }
-    }
-    if (total > kMaxCost) return -1;
-  }
-  return total;
-}
+// Larger than program_text's: JAX's modules hold tensors of a few hundred elements.
+constexpr drx::fuzz::CostLimits kLimits{100000, int64_t{1} << 22};
 
 // DRX_FUZZ_VERBOSE=1 when reproducing one input: says how far it got and why it stopped.
 void note(const char* stage, const char* what = "") {
@@ -106,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     note("not run: @main takes arguments");
     return 0;
   }
-  if (cost(p, 0) < 0) {
+  if (drx::fuzz::program_cost(p, kLimits) < 0) {
     note("not run: too large, or a while loop");
     return 0;
   }
