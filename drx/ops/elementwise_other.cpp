@@ -1,6 +1,7 @@
 // Comparisons, select, convert and stop_gradient: the elementwise primitives
 // whose output dtype or derivative is not simply that of their operands.
 #include "drx/ops/elementwise_kernels.h"
+#include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 
@@ -155,25 +156,15 @@ class ConvertPrim : public Primitive {
   }
 };
 
-class StopGradientPrim : public Primitive {
+class StopGradientPrim : public NoDerivativeUnary {
  public:
-  StopGradientPrim() : Primitive("stop_gradient") {}
+  StopGradientPrim() : NoDerivativeUnary("stop_gradient") {}
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     return {ins[0]};
   }
   std::vector<Array> eval(const std::vector<Array>& ins, const Params&) const override {
     return {ins[0]};
-  }
-  MaybeValues jvp(const Values&, const MaybeValues&, const Values&, const Params&) const override {
-    return {std::nullopt};
-  }
-  MaybeValues vjp(const Values&, const Values&, const MaybeValues&, const Params&) const override {
-    return {std::nullopt};
-  }
-  std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
-                            const Params& params) const override {
-    return {{emit1(*this, {ins[0].value}, params), ins[0].batched}};
   }
 };
 
