@@ -3,6 +3,7 @@
 #include "drx/array/array.h"
 #include "drx/array/dtype.h"
 #include "drx/array/error.h"
+#include "drx/array/half.h"
 #include "drx/core/interpret.h"
 #include "drx/core/program_text.h"
 #include "drx/core/trace.h"

@@ -140,6 +140,49 @@ TEST(Bitwise, IntegerOperationsAndShiftsMatchTheUnsignedReference) {
                          {3, 31, 1, 32, -1, 40});
   check_bitwise<int64_t>({-8, 1, std::numeric_limits<int64_t>::min(), 5}, {3, 63, 1, 64});
   check_bitwise<uint8_t>({0xF0, 1, 0x80, 5}, {4, 7, 1, 8});
+  check_bitwise<int8_t>({-8, 1, -128, 5, 127}, {3, 7, 1, 8, 2});
+  check_bitwise<int16_t>({-8, 1, -32768, 5, 32767}, {3, 15, 1, 16, 2});
+  check_bitwise<uint16_t>({0xBEEF, 1, 0x8000, 5}, {4, 15, 1, 16});
+  check_bitwise<uint64_t>({0xDEADBEEFCAFEF00Dull, 1, 0x8000000000000000ull, 5}, {4, 63, 1, 64});
+}
+
+// i8, i16, u16 and u64 wrap, compare, reduce and convert in their own range
+// (u64 above 2^63 and 2^53 too, where an int64 or double detour would fail).
+TEST(IntegerDTypes, EightSixteenAndSixtyFourBitsWrapReduceAndConvert) {
+  auto f = [](const std::vector<Value>& v) -> std::vector<Value> {
+    return {v[0] + v[1],    v[0] * v[1],    less(v[0], v[1]),
+            min(v[0], {0}), max(v[0], {0}), sum(v[0], {0})};
+  };
+  std::vector<Array> a =
+      run_both(f, {array_of<int8_t>({127, -128, 5}), array_of<int8_t>({1, -1, 30})});
+  EXPECT_EQ(a[0].to_vector<int8_t>(), (std::vector<int8_t>{-128, 127, 35}));
+  EXPECT_EQ(a[1].to_vector<int8_t>(), (std::vector<int8_t>{127, -128, -106}));  // 150 - 256
+  EXPECT_EQ(a[2].to_vector<bool>(), (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(a[3].to_vector<int8_t>(), std::vector<int8_t>{-128});
+  EXPECT_EQ(a[5].to_vector<int8_t>(), std::vector<int8_t>{4});  // 127 - 128 + 5
+  const uint64_t big = 0xFFFFFFFFFFFFFFF0ull, odd = (uint64_t{1} << 53) + 1;
+  std::vector<Array> u =
+      run_both(f, {array_of<uint64_t>({big, odd, 2}), array_of<uint64_t>({0x20, 1, 3})});
+  EXPECT_EQ(u[0].to_vector<uint64_t>(), (std::vector<uint64_t>{0x10, odd + 1, 5}));
+  EXPECT_EQ(u[2].to_vector<bool>(), (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(u[3].to_vector<uint64_t>(), std::vector<uint64_t>{2});
+  EXPECT_EQ(u[4].to_vector<uint64_t>(), std::vector<uint64_t>{big});
+  EXPECT_EQ(u[5].to_vector<uint64_t>(), std::vector<uint64_t>{big + odd + 2});
+  std::vector<Array> h =
+      run_both(f, {array_of<uint16_t>({65535, 7, 300}), array_of<uint16_t>({1, 2, 300})});
+  EXPECT_EQ(h[0].to_vector<uint16_t>(), (std::vector<uint16_t>{0, 9, 600}));
+  EXPECT_EQ(h[1].to_vector<uint16_t>(),
+            (std::vector<uint16_t>{65535, 14, 24464}));  // 90000 mod 2^16
+  auto to = [](DType d) {
+    return [d](const std::vector<Value>& v) -> std::vector<Value> { return {astype(v[0], d)}; };
+  };
+  Array x = f64_array({-300.5, -1.5, 2.9, 1e6, std::numeric_limits<double>::quiet_NaN()}, {5});
+  EXPECT_EQ(run_both(to(DType::i8), {x})[0].to_vector<int8_t>(),
+            (std::vector<int8_t>{-128, -1, 2, 127, 0}));
+  EXPECT_EQ(run_both(to(DType::i16), {x})[0].to_vector<int16_t>(),
+            (std::vector<int16_t>{-300, -1, 2, 32767, 0}));
+  EXPECT_EQ(run_both(to(DType::u16), {x})[0].to_vector<uint16_t>(),
+            (std::vector<uint16_t>{0, 0, 2, 65535, 0}));
 }
 
 TEST(Bitwise, LogicalOnBoolAndTypeErrors) {

@@ -90,6 +90,7 @@ TEST(StablehloConformance, JaxModulesImportRunAndPassTheirChecks) {
   std::sort(files.begin(), files.end());
   std::map<std::string, std::pair<int, int>> families;  // passed, total
   std::map<std::string, int> reasons;
+  std::vector<std::string> mismatched;  // named in the output: they are the ones to look at
   int passed = 0, core_passed = 0, core_total = 0;
   for (const fs::path& f : files) {
     const std::string text = slurp(f);
@@ -103,6 +104,7 @@ TEST(StablehloConformance, JaxModulesImportRunAndPassTheirChecks) {
       core_passed += core;
     } else {
       ++reasons[o.reason];
+      if (o.reason.rfind("mismatch", 0) == 0) mismatched.push_back(f.filename().string());
     }
   }
   std::cout << "StableHLO conformance: " << passed << " / " << files.size()
@@ -117,12 +119,13 @@ TEST(StablehloConformance, JaxModulesImportRunAndPassTheirChecks) {
   for (const auto& [r, n] : reasons) by_count.emplace_back(n, r);
   std::sort(by_count.rbegin(), by_count.rend());
   for (const auto& [n, r] : by_count) std::cout << "    " << n << "  " << r << "\n";
+  for (const std::string& name : mismatched) std::cout << "  mismatch: " << name << "\n";
   ASSERT_EQ(files.size(), 788u);
   ASSERT_EQ(core_total, 336);
-  // Floors at what this revision reaches (the targets are 95% of the core
-  // modules and 90% of all): a regression fails here.
+  // Floors at what this revision reaches (every module; the targets
+  // were 95% of the core modules and 90% of all): a regression fails here.
   EXPECT_GE(core_passed, 336);
-  EXPECT_GE(passed, 439);
+  EXPECT_GE(passed, 788);
 }
 
 }  // namespace

@@ -138,10 +138,11 @@ TEST(StablehloImport, GenericFormShardingNotesAndErrors) {
     return %1 : tensor<4xf32>
   })";
   expect_error([&] { from_stablehlo(unsupported); }, {"line 3", "stablehlo.fft", "not supported"});
-  const std::string bad_type = R"(func.func @main(%a: tensor<4xbf16>) -> tensor<4xbf16> {
-    return %a : tensor<4xbf16>
+  const std::string bad_type = R"(func.func @main(%a: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+    return %a : tensor<4xf8E4M3FN>
   })";
-  expect_error([&] { from_stablehlo(bad_type); }, {"bf16", "not supported"});
+  expect_error([&] { from_stablehlo(bad_type); },
+               {"line 1", "f8E4M3FN", "unsupported element type"});
   const std::string undefined = R"(func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
     %0 = stablehlo.add %a, %zz : tensor<4xf32>
     return %0 : tensor<4xf32>

@@ -39,6 +39,7 @@ inline Array f32_array(const std::vector<float>& v, Shape shape) {
 // Uniform random array in [lo, hi) (integers: floor), reproducible from seed.
 inline Array random_array(const Shape& shape, DType dtype, uint64_t seed, double lo = -1.0,
                           double hi = 1.0) {
+  if (is_half(dtype)) return convert_array(random_array(shape, DType::f32, seed, lo, hi), dtype);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);
   Array a(dtype, shape);

@@ -5,6 +5,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "drx/array/half.h"
+
 namespace drx {
 
 Array::Array() : Array(DType::f32, {}) {}
@@ -23,6 +25,7 @@ void Array::check_dtype(DType expected, const char* op) const {
 }
 
 double Array::element_as_double(int64_t i) const {
+  if (is_half(dtype_)) return half_to_double(dtype_, data<uint16_t>()[i]);
   return dispatch_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     return static_cast<double>(data<T>()[i]);
@@ -39,7 +42,9 @@ std::string Array::str() const {
   char buf[64];
   for (int64_t i = 0; i < size(); ++i) {
     if (i) out += ", ";
-    if (dtype_ == DType::f32)
+    if (dtype_ == DType::f32 || is_half(dtype_))
+      std::snprintf(buf, sizeof buf, "%.9g", element_as_double(i));
+    else if (dtype_ == DType::f32)
       std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(data<float>()[i]));
     else if (dtype_ == DType::f64)
       std::snprintf(buf, sizeof buf, "%.17g", data<double>()[i]);
@@ -74,6 +79,11 @@ D converted(S v) {
 
 Array full(const Shape& shape, double value, DType dtype) {
   Array a(dtype, shape);
+  if (is_half(dtype)) {
+    const uint16_t bits = half_from_double(dtype, value);
+    for (int64_t i = 0; i < a.size(); ++i) a.data<uint16_t>()[i] = bits;
+    return a;
+  }
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     T* p = a.data<T>();
@@ -86,6 +96,21 @@ Array zeros(const Shape& shape, DType dtype) { return Array(dtype, shape); }
 Array ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Array convert_array(const Array& a, DType dtype) {
+  // Half precision goes through f64, which holds every bf16, f16, f32 and
+  // i32 exactly (i64 beyond 2^53 rounds twice), and is rounded once into it.
+  if (is_half(dtype)) {
+    const Array wide = convert_array(a, DType::f64);
+    Array out(dtype, a.shape());
+    for (int64_t i = 0; i < a.size(); ++i)
+      out.data<uint16_t>()[i] = half_from_double(dtype, wide.data<double>()[i]);
+    return out;
+  }
+  if (is_half(a.dtype())) {
+    Array wide(DType::f64, a.shape());
+    for (int64_t i = 0; i < a.size(); ++i)
+      wide.data<double>()[i] = half_to_double(a.dtype(), a.data<uint16_t>()[i]);
+    return dtype == DType::f64 ? wide : convert_array(wide, dtype);
+  }
   Array out(dtype, a.shape());
   dispatch_dtype(a.dtype(), [&](auto s) {
     using S = decltype(s);

@@ -20,6 +20,18 @@ std::string_view dtype_name(DType d) {
       return "u32";
     case DType::u8:
       return "u8";
+    case DType::i8:
+      return "i8";
+    case DType::i16:
+      return "i16";
+    case DType::u16:
+      return "u16";
+    case DType::u64:
+      return "u64";
+    case DType::bf16:
+      return "bf16";
+    case DType::f16:
+      return "f16";
   }
   return "?";
 }
@@ -27,8 +39,9 @@ std::string_view dtype_name(DType d) {
 DType dtype_from_name(std::string_view name) {
   for (DType d : kAllDTypes)
     if (dtype_name(d) == name) return d;
-  throw ParseError("unknown dtype '" + std::string(name) +
-                   "' (expected f32, f64, i32, i64, u32, u8 or bool)");
+  throw ParseError(
+      "unknown dtype '" + std::string(name) +
+      "' (expected f32, f64, bf16, f16, i8, i16, i32, i64, u8, u16, u32, u64 or bool)");
 }
 
 size_t dtype_size(DType d) {
@@ -39,19 +52,33 @@ size_t dtype_size(DType d) {
       return 4;
     case DType::f64:
     case DType::i64:
+    case DType::u64:
       return 8;
+    case DType::i16:
+    case DType::u16:
+    case DType::bf16:
+    case DType::f16:
+      return 2;
     case DType::bool_:
     case DType::u8:
+    case DType::i8:
       return 1;
   }
   return 1;
 }
 
-bool is_floating(DType d) { return d == DType::f32 || d == DType::f64; }
-bool is_integer(DType d) {
-  return d == DType::i32 || d == DType::i64 || d == DType::u32 || d == DType::u8;
+bool is_floating(DType d) {
+  return d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16;
 }
-bool is_unsigned(DType d) { return d == DType::u32 || d == DType::u8; }
+
+void throw_no_storage_type(DType d) {
+  throw Error("internal: a kernel was handed " + std::string(dtype_name(d)) +
+              ", which has no C++ arithmetic type (Primitive::evaluate computes it in f32)");
+}
+bool is_integer(DType d) { return d != DType::bool_ && !is_floating(d); }
+bool is_unsigned(DType d) {
+  return d == DType::u32 || d == DType::u8 || d == DType::u16 || d == DType::u64;
+}
 
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;

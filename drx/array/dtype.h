@@ -7,9 +7,10 @@
 
 namespace drx {
 
-// Unsigned integers (u32, u8) wrap around like the signed ones; the values
-// are appended so that existing encodings of the others keep their numbers.
-enum class DType : uint8_t { f32, f64, i32, i64, bool_, u32, u8 };
+// Unsigned integers (u32, u8, u16, u64) wrap around like the signed ones.
+// bf16 and f16 are storage formats computed in f32 (drx/array/half.h). The
+// values are appended so that existing encodings of the others keep their numbers.
+enum class DType : uint8_t { f32, f64, i32, i64, bool_, u32, u8, i8, i16, u16, u64, bf16, f16 };
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 inline constexpr DType i32 = DType::i32;
@@ -17,9 +18,16 @@ inline constexpr DType i64 = DType::i64;
 inline constexpr DType bool_ = DType::bool_;
 inline constexpr DType u32 = DType::u32;
 inline constexpr DType u8 = DType::u8;
+inline constexpr DType i8 = DType::i8;
+inline constexpr DType i16 = DType::i16;
+inline constexpr DType u16 = DType::u16;
+inline constexpr DType u64 = DType::u64;
+inline constexpr DType bf16 = DType::bf16;
+inline constexpr DType f16 = DType::f16;
 // Every dtype, for loops over them.
-inline constexpr DType kAllDTypes[] = {DType::f32,   DType::f64, DType::i32, DType::i64,
-                                       DType::bool_, DType::u32, DType::u8};
+inline constexpr DType kAllDTypes[] = {
+    DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_, DType::u32, DType::u8,
+    DType::i8,  DType::i16, DType::u16, DType::u64, DType::bf16,  DType::f16};
 
 using Shape = std::vector<int64_t>;
 
@@ -27,8 +35,8 @@ std::string_view dtype_name(DType d);
 // Throws drx::ParseError for an unknown name.
 DType dtype_from_name(std::string_view name);
 size_t dtype_size(DType d);
-bool is_floating(DType d);
-// i32, i64, u32 and u8 (not bool).
+bool is_floating(DType d);  // f32, f64, bf16, f16
+// The signed and unsigned integers (not bool).
 bool is_integer(DType d);
 bool is_unsigned(DType d);
 
@@ -79,6 +87,22 @@ struct dtype_of_t<uint8_t> {
   static constexpr DType value = DType::u8;
 };
 template <>
+struct dtype_of_t<int8_t> {
+  static constexpr DType value = DType::i8;
+};
+template <>
+struct dtype_of_t<int16_t> {
+  static constexpr DType value = DType::i16;
+};
+template <>
+struct dtype_of_t<uint16_t> {
+  static constexpr DType value = DType::u16;
+};
+template <>
+struct dtype_of_t<uint64_t> {
+  static constexpr DType value = DType::u64;
+};
+template <>
 struct dtype_of_t<char8_t> {
   static constexpr DType value = DType::u8;
 };
@@ -86,6 +110,9 @@ template <class T>
 inline constexpr DType dtype_of = dtype_of_t<T>::value;
 
 // Calls fn(T{}) with T the storage type of `d` (uint8_t for bool, char8_t for u8).
+// Kernels never see bf16 or f16: Primitive::evaluate widens them to f32.
+[[noreturn]] void throw_no_storage_type(DType d);
+
 template <class Fn>
 decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
   switch (d) {
@@ -101,6 +128,17 @@ decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
       return fn(uint32_t{});
     case DType::u8:
       return fn(char8_t{});
+    case DType::i8:
+      return fn(int8_t{});
+    case DType::i16:
+      return fn(int16_t{});
+    case DType::u16:
+      return fn(uint16_t{});
+    case DType::u64:
+      return fn(uint64_t{});
+    case DType::bf16:
+    case DType::f16:
+      throw_no_storage_type(d);
     case DType::bool_:
       break;
   }

@@ -7,7 +7,7 @@ namespace drx {
 
 std::vector<Array> interpret(const Program& program, const std::vector<Array>& args) {
   return walk_program(program, args, [](size_t, const Eqn& e, const std::vector<Array>& ins) {
-    return e.prim->eval(ins, e.params);
+    return e.prim->evaluate(ins, e.params);
   });
 }
 

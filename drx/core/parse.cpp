@@ -24,6 +24,7 @@
 #include <limits>
 #include <map>
 
+#include "drx/array/half.h"
 #include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
 #include "drx/core/text_syntax.h"
@@ -675,6 +676,12 @@ class Parser {
                          std::to_string(num_elements(shape)) + " elements, " +
                          std::to_string(elems.size()) + " given");
     Array a(dtype, shape);
+    if (is_half(dtype)) {
+      for (size_t i = 0; i < elems.size(); ++i)
+        a.data<uint16_t>()[i] =
+            half_from_double(dtype, to_float<double>(*elems[i].tok, elems[i].negated));
+      return a;
+    }
     dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
       T* out = a.data<T>();
@@ -693,7 +700,13 @@ class Parser {
           if (t.kind != Tok::integer || elems[i].negated)
             fail(t, "an integer in the " + std::string(dtype_name(dtype)) + " array " + key);
           int64_t v = to_int(t);
-          if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+          // (u64 holds every non-negative int64; the comparison is done in int64 otherwise.)
+          const bool out_of_range =
+              std::is_same_v<T, uint64_t>
+                  ? v < 0
+                  : v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+                        v > static_cast<int64_t>(std::numeric_limits<T>::max());
+          if (out_of_range)
             fail_at(t,
                     "element " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
           out[i] = static_cast<T>(v);

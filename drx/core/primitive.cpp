@@ -1,6 +1,47 @@
 #include "drx/core/primitive.h"
 
+#include "drx/array/half.h"
+
 namespace drx {
+namespace {
+
+// Where evaluate() has to widen: a bf16/f16 operand or parameter, and no
+// sub-program (whose equations see the narrow values themselves).
+bool needs_widening(const std::vector<Array>& ins, const Params& params) {
+  bool half = false;
+  for (const Array& a : ins) half = half || is_half(a.dtype());
+  for (const auto& [key, attr] : params.items()) {
+    if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return false;
+    if (const DType* d = std::get_if<DType>(&attr)) half = half || is_half(*d);
+    if (const Array* a = std::get_if<Array>(&attr)) half = half || is_half(a->dtype());
+  }
+  return half;
+}
+
+}  // namespace
+
+std::vector<Array> Primitive::evaluate(const std::vector<Array>& ins, const Params& params) const {
+  if (computes_half_precision() || !needs_widening(ins, params)) return eval(ins, params);
+  std::vector<Type> in_types;
+  for (const Array& a : ins) in_types.emplace_back(a.dtype(), a.shape());
+  const std::vector<Type> out_types = infer(in_types, params);
+  std::vector<Array> wide;
+  wide.reserve(ins.size());
+  for (const Array& a : ins) wide.push_back(is_half(a.dtype()) ? convert_array(a, DType::f32) : a);
+  Params wide_params;
+  for (const auto& [key, attr] : params.items()) {
+    if (const DType* d = std::get_if<DType>(&attr); d && is_half(*d))
+      wide_params.set(key, DType::f32);
+    else if (const Array* a = std::get_if<Array>(&attr); a && is_half(a->dtype()))
+      wide_params.set(key, convert_array(*a, DType::f32));
+    else
+      wide_params.set(key, attr);
+  }
+  std::vector<Array> outs = eval(wide, wide_params);
+  for (size_t k = 0; k < outs.size() && k < out_types.size(); ++k)
+    if (is_half(out_types[k].dtype)) outs[k] = convert_array(outs[k], out_types[k].dtype);
+  return outs;
+}
 
 std::string types_str(const std::vector<Type>& ts) {
   std::string s;

@@ -59,7 +59,18 @@ class Primitive {
   virtual bool placement_aware() const { return false; }
 
   // Reference CPU semantics: the test oracle. Inputs have the inferred types.
+  // Kernels see no bf16 or f16 unless computes_half_precision(): call
+  // evaluate(), which computes those in f32.
   virtual std::vector<Array> eval(const std::vector<Array>& ins, const Params& params) const = 0;
+  // eval() with bf16 and f16 computed as XLA's CPU backend computes them:
+  // operands, dtype parameters and array parameters of those dtypes are
+  // widened to f32 (exactly), the equation runs in f32, and each result the
+  // equation types as bf16/f16 is rounded back (to nearest even). Primitives
+  // with sub-programs pass their operands through untouched (their bodies'
+  // equations round one by one).
+  std::vector<Array> evaluate(const std::vector<Array>& ins, const Params& params) const;
+  // True where eval() itself handles bf16 and f16 (conversions, bit casts).
+  virtual bool computes_half_precision() const { return false; }
 
   // Forward mode: tangents of the outputs given tangents of the inputs.
   virtual MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,

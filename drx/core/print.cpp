@@ -4,6 +4,7 @@
 #include <ostream>
 #include <set>
 
+#include "drx/array/half.h"
 #include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
 #include "drx/core/text_syntax.h"
@@ -15,6 +16,11 @@ using ProgramName = std::function<std::string(const Program*)>;
 
 std::string array_text(const Array& a) {
   std::string s = std::string(dtype_name(a.dtype())) + shape_str(a.shape()) + "{";
+  if (is_half(a.dtype())) {  // each value is an f32, printed so that it reads back exactly
+    for (int64_t i = 0; i < a.size(); ++i)
+      s += (i ? ", " : "") + text::f32_text(static_cast<float>(a.element_as_double(i)));
+    return s + "}";
+  }
   dispatch_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     const T* d = a.data<T>();

@@ -23,7 +23,8 @@ class ScalarKernel {
   int arity() const { return arity_; }
   // Comparisons: any operand dtype, bool (uint8) results.
   bool predicate() const { return predicate_; }
-  bool covers(DType d) const { return loops_[index(d)][1][1] != nullptr; }
+  // (bf16 and f16 have no loops: they are computed in f32.)
+  bool covers(DType d) const { return index(d) < kDTypes && loops_[index(d)][1][1] != nullptr; }
 
   // The loop for operands of type T read in full (true) or as scalars; null
   // for a dtype the kernel does not cover.
@@ -59,6 +60,10 @@ class ScalarKernel {
     k.set<uint8_t, uint8_t>(binary_loops<uint8_t, uint8_t, F>());
     k.set<uint32_t, uint8_t>(binary_loops<uint32_t, uint8_t, F>());
     k.set<char8_t, uint8_t>(binary_loops<char8_t, uint8_t, F>());
+    k.set<int8_t, uint8_t>(binary_loops<int8_t, uint8_t, F>());
+    k.set<int16_t, uint8_t>(binary_loops<int16_t, uint8_t, F>());
+    k.set<uint16_t, uint8_t>(binary_loops<uint16_t, uint8_t, F>());
+    k.set<uint64_t, uint8_t>(binary_loops<uint64_t, uint8_t, F>());
     return k;
   }
   // Loops of a unary or binary function object F over the integer dtypes and
@@ -70,6 +75,10 @@ class ScalarKernel {
     k.set<int64_t, int64_t>(unary_loops<int64_t, F>());
     k.set<uint32_t, uint32_t>(unary_loops<uint32_t, F>());
     k.set<char8_t, char8_t>(unary_loops<char8_t, F>());
+    k.set<int8_t, int8_t>(unary_loops<int8_t, F>());
+    k.set<int16_t, int16_t>(unary_loops<int16_t, F>());
+    k.set<uint16_t, uint16_t>(unary_loops<uint16_t, F>());
+    k.set<uint64_t, uint64_t>(unary_loops<uint64_t, F>());
     k.set<uint8_t, uint8_t>(unary_loops<uint8_t, F>());
     return k;
   }
@@ -80,13 +89,17 @@ class ScalarKernel {
     k.set<int64_t, int64_t>(binary_loops<int64_t, int64_t, F>());
     k.set<uint32_t, uint32_t>(binary_loops<uint32_t, uint32_t, F>());
     k.set<char8_t, char8_t>(binary_loops<char8_t, char8_t, F>());
+    k.set<int8_t, int8_t>(binary_loops<int8_t, int8_t, F>());
+    k.set<int16_t, int16_t>(binary_loops<int16_t, int16_t, F>());
+    k.set<uint16_t, uint16_t>(binary_loops<uint16_t, uint16_t, F>());
+    k.set<uint64_t, uint64_t>(binary_loops<uint64_t, uint64_t, F>());
     k.set<uint8_t, uint8_t>(binary_loops<uint8_t, uint8_t, F>());
     return k;
   }
 
  private:
   using Erased = void (*)();
-  static constexpr int kDTypes = 7;
+  static constexpr int kDTypes = 11;
   ScalarKernel(int arity, bool predicate) : arity_(arity), predicate_(predicate) {}
 
   static int index(DType d) { return static_cast<int>(d); }

@@ -17,8 +17,10 @@ struct NpyType {
 };
 constexpr NpyType kNpyTypes[] = {
     {DType::f32, 'f'},   {DType::f64, 'f'}, {DType::i32, 'i'}, {DType::i64, 'i'},
-    {DType::bool_, 'b'}, {DType::u32, 'u'}, {DType::u8, 'u'},
+    {DType::bool_, 'b'}, {DType::u32, 'u'}, {DType::u8, 'u'},  {DType::i8, 'i'},
+    {DType::i16, 'i'},   {DType::u16, 'u'}, {DType::u64, 'u'}, {DType::f16, 'f'},
 };
+// (NumPy has no bf16: its arrays are written as f32 or bit-cast to u16.)
 
 std::string descr_of(const NpyType& t, std::endian order) {
   const size_t size = dtype_size(t.dtype);
@@ -240,6 +242,8 @@ NpyHeader parse_npy_header(std::string_view text) { return HeaderParser(text).pa
 std::string npy_descr(DType dtype, std::endian byte_order) {
   for (const NpyType& t : kNpyTypes)
     if (t.dtype == dtype) return descr_of(t, byte_order);
+  if (dtype == DType::bf16)
+    throw Error("npy: NumPy has no bf16 dtype (convert the array to f32, or bit-cast it to u16)");
   throw Error("npy: dtype " + std::string(dtype_name(dtype)) +
               " has no .npy descr (add it to kNpyTypes in drx/data/npy_header.cpp)");
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "drx/array/half.h"
 #include "drx/core/interpret.h"
 #include "drx/core/primitive.h"
 #include "drx/exec/plan.h"
@@ -103,6 +104,14 @@ void drop_dead(const Program& p, std::vector<EqnChoice>& choices) {
   }
 }
 
+bool touches_half_precision(const Eqn& e, const std::vector<VarInfo>& vars) {
+  for (int v : e.ins)
+    if (is_half(vars[static_cast<size_t>(v)].dtype)) return true;
+  for (int v : e.outs)
+    if (is_half(vars[static_cast<size_t>(v)].dtype)) return true;
+  return false;
+}
+
 std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
                             const CompileOptions& options) {
   auto plan = std::make_shared<Plan>();
@@ -136,7 +145,7 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
     EqnChoice& c = choices[i];
     // Equations without operands (constant, iota) are evaluated once, here.
     if (e.ins.empty() && e.prim->is_pure()) {
-      std::vector<Array> r = e.prim->eval({}, e.params);
+      std::vector<Array> r = e.prim->evaluate({}, e.params);
       for (size_t k = 0; k < e.outs.size(); ++k) {
         plan->vars[static_cast<size_t>(e.outs[k])].storage = Storage::constant;
         plan->constant_vars.push_back(e.outs[k]);
@@ -146,7 +155,11 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       c.live = false;
       continue;
     }
-    if (std::optional<KernelSpec> spec = select_kernel(e, cx)) {
+    // bf16/f16 equations run as the reference does (Primitive::evaluate, in
+    // f32): the compiled kernels are written for the arithmetic dtypes.
+    std::optional<KernelSpec> spec;
+    if (!touches_half_precision(e, plan->vars)) spec = select_kernel(e, cx);
+    if (spec) {
       kernels[i] = std::move(spec->kernel);
       c.alias = spec->alias;
       c.reads = spec->reads ? std::move(*spec->reads) : e.ins;

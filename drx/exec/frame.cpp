@@ -58,7 +58,7 @@ class FallbackKernel : public Kernel {
     std::vector<Array> args;
     args.reserve(eqn_.ins.size());
     for (int v : eqn_.ins) args.push_back(f.array(v));
-    std::vector<Array> r = eqn_.prim->eval(args, eqn_.params);
+    std::vector<Array> r = eqn_.prim->evaluate(args, eqn_.params);
     if (r.size() != eqn_.outs.size())
       throw Error("exec: " + eqn_.prim->name() + " returned " + std::to_string(r.size()) +
                   " results, expected " + std::to_string(eqn_.outs.size()));

@@ -86,8 +86,8 @@ bool takes(Operands o, DType d) {
   return is_integer(d) || (o == Operands::integers_or_bool && d == DType::bool_);
 }
 std::string operands_str(Operands o) {
-  return o == Operands::integers ? "integer operands (i32, i64, u32 or u8)"
-                                 : "integer or bool operands (i32, i64, u32, u8 or bool)";
+  return o == Operands::integers ? "integer operands (i8, i16, i32, i64, u8, u16, u32 or u64)"
+                                 : "integer or bool operands (i8 … i64, u8 … u64 or bool)";
 }
 
 template <class Fn>
@@ -101,6 +101,14 @@ void dispatch_bits(DType d, Fn&& fn) {
       return fn(uint32_t{});
     case DType::u8:
       return fn(char8_t{});
+    case DType::i8:
+      return fn(int8_t{});
+    case DType::i16:
+      return fn(int16_t{});
+    case DType::u16:
+      return fn(uint16_t{});
+    case DType::u64:
+      return fn(uint64_t{});
     default:
       return fn(uint8_t{});  // bool
   }

@@ -39,6 +39,14 @@ decltype(auto) dispatch(DType d, Fn&& fn) {
         return fn(uint32_t{});
       case DType::u8:
         return fn(char8_t{});
+      case DType::i8:
+        return fn(int8_t{});
+      case DType::i16:
+        return fn(int16_t{});
+      case DType::u16:
+        return fn(uint16_t{});
+      case DType::u64:
+        return fn(uint64_t{});
       default:
         return fn(float{});
     }

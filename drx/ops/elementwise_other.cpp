@@ -1,5 +1,6 @@
 // Comparisons, select, convert and stop_gradient: the elementwise primitives
 // whose output dtype or derivative is not simply that of their operands.
+#include "drx/array/half.h"
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
@@ -123,9 +124,15 @@ class ConvertPrim : public Primitive {
     return {Type(p.get_dtype("dtype", name()), ins[0].shape, ins[0].placement)};
   }
 
+  // bf16 and f16 convert straight, rounded once (an f32 detour would round
+  // f64 twice).
+  bool computes_half_precision() const override { return true; }
+
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
     const Array& x = ins[0];
-    Array out(p.get_dtype("dtype", name()), x.shape());
+    const DType to = p.get_dtype("dtype", name());
+    if (is_half(x.dtype()) || is_half(to)) return {convert_array(x, to)};
+    Array out(to, x.shape());
     dispatch_dtype(x.dtype(), [&](auto s) {
       using S = decltype(s);
       dispatch_dtype(out.dtype(), [&](auto d) {

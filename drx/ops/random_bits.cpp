@@ -82,7 +82,7 @@ class ThreefryPrim : public Primitive {
 };
 
 // bitcast_convert[dtype]: the same bytes read as another dtype of the same
-// size (f32 <-> u32/i32, f64 <-> i64); no derivative.
+// size (f32 <-> u32/i32, f64 <-> i64, bf16/f16 <-> u16/i16); no derivative.
 class BitcastPrim : public NoDerivativeUnary {
  public:
   BitcastPrim() : NoDerivativeUnary("bitcast_convert") {}
@@ -98,6 +98,7 @@ class BitcastPrim : public NoDerivativeUnary {
                       std::to_string(dtype_size(ins[0].dtype)) + " bytes)");
     return {Type(to, ins[0].shape, ins[0].placement)};
   }
+  bool computes_half_precision() const override { return true; }  // bytes are bytes
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
     Array out(p.get_dtype("dtype", name()), ins[0].shape());
     if (out.nbytes() > 0) std::memcpy(out.raw(), ins[0].raw(), out.nbytes());

@@ -44,9 +44,11 @@ void reduce_kernel(const Array& x, const std::vector<int64_t>& axes, Array& out)
       if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d)))
         out_step[d] = ost[k++];
   }
-  // Sums accumulate in double (floats) or int64 (integers), then round once.
+  // Sums accumulate in double (floats) or 64-bit integers of the operand's
+  // signedness (u64's range is not int64's), then round once.
+  using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
-                                 std::conditional_t<std::is_same_v<T, uint8_t>, T, int64_t>>;
+                                 std::conditional_t<std::is_same_v<T, uint8_t>, T, Wide>>;
   std::vector<Acc> acc(static_cast<size_t>(out.size()), reduce_identity<T, Acc>(K));
   const T* in = x.data<T>();
   std::vector<int64_t> idx(nd, 0);

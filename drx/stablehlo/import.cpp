@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "drx/array/error.h"
+#include "drx/array/half.h"
 #include "drx/ops/ops.h"
 #include "drx/stablehlo/import_internal.h"
 #include "drx/trace/program_of.h"
@@ -322,11 +323,23 @@ class Importer {
   std::map<std::string, const Function*> functions_;
 };
 
+// One unit in the last place of e in bf16 or f16 (mantissa_bits 7 or 10;
+// least normal exponent -126 or -14).
+double half_ulp(double e, DType dt) {
+  const int mantissa_bits = dt == DType::bf16 ? 7 : 10;
+  const int least_exponent = dt == DType::bf16 ? -126 : -14;
+  int e2 = 0;
+  std::frexp(e, &e2);
+  return std::ldexp(1.0, std::max(e2 - 1, least_exponent) - mantissa_bits);
+}
+
 bool close_enough(double a, double e, DType dt, bool exact) {
   if (std::isnan(a) || std::isnan(e)) return std::isnan(a) && std::isnan(e);
   if (exact) return a == e || (std::isinf(a) && a == e);
   if (a == e) return true;
   if (std::isinf(a) || std::isinf(e)) return false;
+  // bf16 and f16 are rounded from f32 once per op: 3 ULP of their own precision.
+  if (is_half(dt)) return std::abs(a - e) <= 3 * half_ulp(e, dt);
   const bool f32 = dt == DType::f32;
   // 3 ULP of the expected value's precision.
   const double ulp =
@@ -372,7 +385,7 @@ std::string apply_check(const Check& c, const Array& actual, const Array& expect
   for (int64_t i = 0; i < actual.size(); ++i) {
     const double a = actual.element_as_double(i), e = expected.element_as_double(i);
     bool same = close_enough(a, e, actual.dtype(), exact);
-    if (exact && !is_floating(actual.dtype()) && actual.dtype() == DType::i64) {
+    if (exact && !is_floating(actual.dtype()) && dtype_size(actual.dtype()) == 8) {
       // Compare 64-bit integers exactly (doubles round above 2^53).
       same = actual.data<int64_t>()[i] == expected.data<int64_t>()[i];
     }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "drx/array/error.h"
+#include "drx/array/half.h"
 #include "drx/stablehlo/import_internal.h"
 
 namespace drx::stablehlo::detail {
@@ -34,6 +35,11 @@ void store(const std::string& lit, DType dt, char* dst, int line) {
     case DType::f64: {
       if (hex) return put(parse_hex(lit, line));
       return put(std::strtod(lit.c_str(), nullptr));
+    }
+    case DType::bf16:
+    case DType::f16: {  // decimal literals round once, straight from the double
+      if (hex) return put(static_cast<uint16_t>(parse_hex(lit, line)));
+      return put(half_from_double(dt, std::strtod(lit.c_str(), nullptr)));
     }
     case DType::bool_: {
       if (lit == "true" || lit == "1") return put(uint8_t{1});
@@ -67,6 +73,14 @@ void store(const std::string& lit, DType dt, char* dst, int line) {
       return put(static_cast<uint32_t>(v));
     case DType::u8:
       return put(static_cast<uint8_t>(v));
+    case DType::i8:
+      return put(static_cast<int8_t>(v));
+    case DType::i16:
+      return put(static_cast<int16_t>(v));
+    case DType::u16:
+      return put(static_cast<uint16_t>(v));
+    case DType::u64:
+      return put(static_cast<uint64_t>(v));
     default:
       bad(line, "no integer elements for dtype " + std::string(dtype_name(dt)));
   }
@@ -82,8 +96,15 @@ DType element_dtype(const std::string& e, int line) {
   if (e == "i1") return DType::bool_;
   if (e == "ui32") return DType::u32;
   if (e == "ui8") return DType::u8;
-  bad(line,
-      "element type " + e + " is not supported (drx holds f32, f64, i1, i32, i64, ui8 and ui32)");
+  if (e == "i8") return DType::i8;
+  if (e == "i16") return DType::i16;
+  if (e == "ui16") return DType::u16;
+  if (e == "ui64") return DType::u64;
+  if (e == "bf16") return DType::bf16;
+  if (e == "f16") return DType::f16;
+  bad(line, "element type " + e +
+                " is not supported (drx holds f32, f64, bf16, f16, i1, i8, i16, i32, i64, ui8, "
+                "ui16, ui32 and ui64)");
 }
 
 Array dense_array(const Attribute& a, const TensorType& type, int line) {

@@ -118,7 +118,7 @@ class Simplifier {
       if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return;
     std::vector<Array> result;
     try {
-      result = e.prim->eval(args, e.params);
+      result = e.prim->evaluate(args, e.params);
     } catch (const Error&) {
       return;  // leave a data-dependent failure to run time, where it is reported
     }

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include "drx/array/error.h"
@@ -108,7 +109,7 @@ class Reader {
     uint8_t tag = num<uint8_t>("tree tag");
     if (tag == kArray) {
       uint8_t d = num<uint8_t>("dtype");
-      if (d > static_cast<uint8_t>(DType::u8)) fail("unknown dtype " + std::to_string(d));
+      if (d >= std::size(kAllDTypes)) fail("unknown dtype " + std::to_string(d));
       DType dtype = static_cast<DType>(d);
       uint32_t rank = num<uint32_t>("rank");
       if (rank > kMaxRank) fail("rank " + std::to_string(rank) + " too large");
