@@ -20,6 +20,7 @@ PACKAGES=(
   clang-14              # scripts/fuzz.sh: libFuzzer targets in fuzz/
   libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)
   llvm-14               # llvm-symbolizer for readable sanitizer stacks
+  mlir-19-tools         # mlir-opt-19: tests check exported StableHLO (generic form) parses
 )
 # Extra packages may be asked for by the caller (scripts/setup_bench.sh does).
 PACKAGES+=("$@")

@@ -72,19 +72,27 @@ class RecordingEmitter : public StableHloEmitter {
   size_t num_results() const override { return outs_.size(); }
   const Type& result_type(size_t j) const override { return outs_.at(j); }
   std::vector<std::string> emit(const std::string& op, const std::vector<std::string>& operands,
-                                const std::string& attributes,
-                                const std::vector<Type>& types) override {
+                                const MlirAttributes& attributes, const std::vector<Type>& types,
+                                const std::vector<MlirRegion>&) override {
     std::ostringstream line;
     line << op;
     for (const std::string& o : operands) line << " " << o;
-    if (!attributes.empty()) line << " {" << attributes << "}";
+    for (const auto& [k, v] : attributes) line << " {" << k << " = " << v << "}";
     for (const Type& t : types) line << " : " << t.str();
     lines.push_back(line.str());
     std::vector<std::string> names;
     for (size_t j = 0; j < types.size(); ++j) names.push_back("%" + std::to_string(next_++));
     return names;
   }
+  std::string constant(const Array& a) override {
+    return emit("stablehlo.constant", {}, {}, {Type(a.dtype(), a.shape())}, {}).at(0);
+  }
+  std::vector<std::string> inline_program(const Program&,
+                                          const std::vector<std::string>&) override {
+    throw Error("RecordingEmitter: no programs");
+  }
   void set_results(const std::vector<std::string>& names) override { results = names; }
+  bool canonical_placement_reductions() const override { return true; }
 
   std::vector<std::string> lines, results;
 
@@ -111,10 +119,10 @@ TEST(Architecture, ALoweringRuleEmitsThroughTheStableHloSeam) {
 TEST(Architecture, APrimitiveWithoutALoweringIsAClearError) {
   RecordingEmitter em({Type(f32, {2})}, {Type(f32, {2})});
   try {
-    primitive("map_fn").lower(em, Params{});
+    primitive("erf").lower(em, Params{});
     FAIL() << "expected drx::Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("map_fn: no StableHLO lowering"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("erf: no StableHLO lowering"), std::string::npos)
         << e.what();
   }
 }

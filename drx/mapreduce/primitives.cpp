@@ -3,8 +3,10 @@
 #include "drx/mapreduce/primitives.h"
 
 #include <cstring>
+#include <functional>
 
 #include "drx/core/interpret.h"
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/ops/ops.h"
@@ -82,6 +84,13 @@ std::string already_placed(const Type& t, const std::string& target, int64_t siz
 class BroadcastPrim : public Primitive {
  public:
   BroadcastPrim() : Primitive("broadcast") {}
+  // Every client gets the server value: a new leading axis.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < em.operand_type(0).ndim(); ++d) dims.push_back(d + 1);
+    em.set_results({em.emit1("stablehlo.broadcast_in_dim", {em.operand(0)},
+                             {{"broadcast_dimensions", mlir_i64_array(dims)}}, em.result_type(0))});
+  }
   bool placement_aware() const override { return true; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.size() != 1)
@@ -142,6 +151,42 @@ void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, T* out) {
 class PlacementReducePrim : public Primitive {
  public:
   PlacementReducePrim(const char* name, ReduceKind k) : Primitive(name), kind_(k) {}
+  // In drx's canonical tree over client indices (so the sums are drx's,
+  // bitwise), or as one stablehlo.reduce over the placement axis.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    const Type& x = em.operand_type(0);
+    const Type& out = em.result_type(0);
+    const int64_t n = x.shape[0];
+    if (n == 0) {
+      em.set_results({em.splat(0.0, out.dtype, out.shape)});
+      return;
+    }
+    if (!em.canonical_placement_reductions()) {
+      em.set_results({emit_reduce(em, kind_, em.operand(0), x, {0})});
+      return;
+    }
+    const Type row(x.dtype, out.shape);
+    std::function<std::string(int64_t, int64_t)> tree = [&](int64_t lo, int64_t hi) {
+      if (hi - lo == 1) {
+        std::vector<int64_t> starts(x.shape.size(), 0), limits = x.shape;
+        starts[0] = lo, limits[0] = lo + 1;
+        Shape one = x.shape;
+        one[0] = 1;
+        const std::string slice =
+            em.emit1("stablehlo.slice", {em.operand(0)},
+                     {{"start_indices", mlir_i64_array(starts)},
+                      {"limit_indices", mlir_i64_array(limits)},
+                      {"strides", mlir_i64_array(std::vector<int64_t>(x.shape.size(), 1))}},
+                     Type(x.dtype, one));
+        return em.emit1("stablehlo.reshape", {slice}, {}, row);
+      }
+      int64_t half = 1;
+      while (half * 2 < hi - lo) half *= 2;
+      const std::string left = tree(lo, lo + half), right = tree(lo + half, hi);
+      return em.emit1(reduce_combiner(kind_), {left, right}, {}, row);
+    };
+    em.set_results({tree(0, n)});
+  }
   bool placement_aware() const override { return true; }
   std::optional<ReduceKind> reduction() const override { return kind_; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
@@ -207,6 +252,40 @@ std::shared_ptr<const Program> simplified(Program p) {
 class MapFnPrim : public Primitive {
  public:
   MapFnPrim() : Primitive("map_fn") {}
+  // As DrJAX: the body batched over the placement axis (drx's vmap of the
+  // body), inlined. A body's placed inputs and outputs (nested placements)
+  // carry the batch after their own placement axes, so those are transposed.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const Program& body = p.get_program("body", name());
+    const int64_t n = em.operand_type(0).shape[0];
+    const Program batched = vmap_program(body, std::vector<bool>(body.inputs.size(), true), n);
+    // Moves axis `from` of x (type t) to `to`, giving a value of type `want`.
+    auto move = [&](const std::string& x, const Type& t, int64_t from, int64_t to,
+                    const Type& want) {
+      if (from == to) return x;
+      std::vector<int64_t> perm;
+      for (int64_t d = 0; d < t.ndim(); ++d)
+        if (d != from) perm.push_back(d);
+      perm.insert(perm.begin() + to, from);
+      Shape shape;
+      for (int64_t d : perm) shape.push_back(t.shape[static_cast<size_t>(d)]);
+      if (shape != want.shape)
+        throw Error("map_fn: cannot arrange " + t.str() + " as " + want.str());
+      return em.emit1("stablehlo.transpose", {x}, {{"permutation", mlir_i64_array(perm)}}, want);
+    };
+    std::vector<std::string> args;
+    for (size_t i = 0; i < em.num_operands(); ++i) {
+      const int64_t depth = placement_depth(body.type_of(body.inputs[i]).placement);
+      args.push_back(
+          move(em.operand(i), em.operand_type(i), 0, depth, batched.type_of(batched.inputs[i])));
+    }
+    std::vector<std::string> outs = em.inline_program(batched, args);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      const int64_t depth = placement_depth(body.type_of(body.outputs[k]).placement);
+      outs[k] = move(outs[k], batched.type_of(batched.outputs[k]), depth, 0, em.result_type(k));
+    }
+    em.set_results(outs);
+  }
   bool placement_aware() const override { return true; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {

@@ -1,4 +1,5 @@
 // Primitives with no inputs: literal constants and iota.
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -9,6 +10,9 @@ namespace {
 class ConstantPrim : public Primitive {
  public:
   ConstantPrim() : Primitive("constant") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results({em.constant(p.get_array("value", name()))});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (!ins.empty())
       throw TypeError("constant: takes no operands, got " + std::to_string(ins.size()));
@@ -32,6 +36,10 @@ class ConstantPrim : public Primitive {
 class IotaPrim : public Primitive {
  public:
   IotaPrim() : Primitive("iota") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const std::string dim = std::to_string(p.get_int("dimension", name())) + " : i64";
+    em.set_results({em.emit1("stablehlo.iota", {}, {{"iota_dimension", dim}}, em.result_type(0))});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (!ins.empty()) throw TypeError("iota: takes no operands, got " + std::to_string(ins.size()));
     const Shape& shape = p.get_ints("shape", name());

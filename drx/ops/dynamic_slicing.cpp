@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -92,6 +93,13 @@ Value gather_windows(Value xb, const std::vector<Value>& starts, const Shape& si
 class DynamicSlicePrim : public Primitive {
  public:
   DynamicSlicePrim() : Primitive("dynamic_slice") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < em.num_operands(); ++i) ins.push_back(em.operand(i));
+    em.set_results({em.emit1("stablehlo.dynamic_slice", ins,
+                             {{"slice_sizes", mlir_i64_array(p.get_ints("sizes", name()))}},
+                             em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.empty()) throw TypeError("dynamic_slice: needs an operand");
@@ -162,6 +170,11 @@ class DynamicSlicePrim : public Primitive {
 class DynamicUpdateSlicePrim : public Primitive {
  public:
   DynamicUpdateSlicePrim() : Primitive("dynamic_update_slice") {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < em.num_operands(); ++i) ins.push_back(em.operand(i));
+    em.set_results({em.emit1("stablehlo.dynamic_update_slice", ins, {}, em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     if (ins.size() < 2) throw TypeError("dynamic_update_slice: needs an operand and an update");

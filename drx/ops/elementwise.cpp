@@ -5,6 +5,7 @@
 // cotangent).
 #include <cmath>
 
+#include "drx/core/lowering.h"
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/erf_inv.h"
 #include "drx/ops/ops.h"
@@ -72,7 +73,15 @@ struct Erf {
 template <class K, Domain D>
 class UnaryPrim : public Primitive {
  public:
-  UnaryPrim(std::string name, UnaryDerivative d) : Primitive(std::move(name)), deriv_(d) {}
+  // `stablehlo`: the StableHLO op of the same semantics ("" where the spec
+  // has none, e.g. erf: the lowering then throws).
+  UnaryPrim(std::string name, std::string stablehlo, UnaryDerivative d)
+      : Primitive(std::move(name)), stablehlo_(std::move(stablehlo)), deriv_(d) {}
+
+  void lower(StableHloEmitter& em, const Params& params) const override {
+    if (stablehlo_.empty()) Primitive::lower(em, params);
+    em.set_results({em.emit1(stablehlo_, {em.operand(0)}, {}, em.result_type(0))});
+  }
 
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }
 
@@ -115,6 +124,7 @@ class UnaryPrim : public Primitive {
     if (!t || !deriv_ || !is_floating(x.dtype())) return std::nullopt;
     return deriv_(x, y, *t);
   }
+  std::string stablehlo_;
   UnaryDerivative deriv_;
   inline static const ScalarKernel kernel_ = ScalarKernel::unary<K>();
 };
@@ -124,49 +134,62 @@ class UnaryPrim : public Primitive {
 DRX_PRIMITIVE_FAMILY(elementwise_unary) {
   using D = Domain;
   registry.add(std::make_unique<UnaryPrim<Neg, D::numeric>>(
-      "neg", [](const Value&, const Value&, const Value& t) { return -t; }));
+      "neg", "stablehlo.negate", [](const Value&, const Value&, const Value& t) { return -t; }));
   registry.add(std::make_unique<UnaryPrim<Exp, D::floating>>(
-      "exp", [](const Value&, const Value& y, const Value& t) { return t * y; }));
+      "exp", "stablehlo.exponential",
+      [](const Value&, const Value& y, const Value& t) { return t * y; }));
   registry.add(std::make_unique<UnaryPrim<Log, D::floating>>(
-      "log", [](const Value& x, const Value&, const Value& t) { return t / x; }));
+      "log", "stablehlo.log", [](const Value& x, const Value&, const Value& t) { return t / x; }));
   registry.add(std::make_unique<UnaryPrim<Log1p, D::floating>>(
-      "log1p", [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); }));
+      "log1p", "stablehlo.log_plus_one",
+      [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); }));
   registry.add(std::make_unique<UnaryPrim<Tanh, D::floating>>(
-      "tanh", [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); }));
+      "tanh", "stablehlo.tanh",
+      [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); }));
   registry.add(std::make_unique<UnaryPrim<Logistic, D::floating>>(
-      "logistic",
+      "logistic", "stablehlo.logistic",
       [](const Value&, const Value& y, const Value& t) { return t * (y * (1.0 - y)); }));
   registry.add(std::make_unique<UnaryPrim<Sqrt, D::floating>>(
-      "sqrt", [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); }));
+      "sqrt", "stablehlo.sqrt",
+      [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); }));
   // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y / x
   registry.add(std::make_unique<UnaryPrim<Rsqrt, D::floating>>(
-      "rsqrt", [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); }));
+      "rsqrt", "stablehlo.rsqrt",
+      [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); }));
   registry.add(std::make_unique<UnaryPrim<Abs, D::numeric>>(
-      "abs", [](const Value& x, const Value&, const Value& t) { return t * sign(x); }));
-  registry.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", nullptr));
+      "abs", "stablehlo.abs",
+      [](const Value& x, const Value&, const Value& t) { return t * sign(x); }));
+  registry.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", "stablehlo.sign", nullptr));
   registry.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
-      "sin", [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
+      "sin", "stablehlo.sine",
+      [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
   registry.add(std::make_unique<UnaryPrim<Erf, D::floating>>(
-      "erf", [](const Value& x, const Value&, const Value& t) {
+      "erf", "", [](const Value& x, const Value&, const Value& t) {
         return t * (M_2_SQRTPI * exp(-(x * x)));  // d erf(x) = 2/sqrt(pi) exp(-x^2)
       }));
   // d erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
   registry.add(std::make_unique<UnaryPrim<ErfInv, D::floating>>(
-      "erf_inv", [](const Value&, const Value& y, const Value& t) {
+      "erf_inv", "", [](const Value&, const Value& y, const Value& t) {
         return t * ((1.0 / M_2_SQRTPI) * exp(y * y));
       }));
   // d cbrt(x) = 1 / (3 cbrt(x)^2)
   registry.add(std::make_unique<UnaryPrim<Cbrt, D::floating>>(
-      "cbrt", [](const Value&, const Value& y, const Value& t) { return t / (3.0 * y * y); }));
+      "cbrt", "stablehlo.cbrt",
+      [](const Value&, const Value& y, const Value& t) { return t / (3.0 * y * y); }));
   registry.add(std::make_unique<UnaryPrim<Expm1, D::floating>>(
-      "expm1", [](const Value&, const Value& y, const Value& t) { return t * (y + 1.0); }));
+      "expm1", "stablehlo.exponential_minus_one",
+      [](const Value&, const Value& y, const Value& t) { return t * (y + 1.0); }));
   // Piecewise constant: the derivative is zero.
-  registry.add(std::make_unique<UnaryPrim<RoundHalfAway, D::floating>>("round_away", nullptr));
-  registry.add(std::make_unique<UnaryPrim<Floor, D::floating>>("floor", nullptr));
-  registry.add(std::make_unique<UnaryPrim<Ceil, D::floating>>("ceil", nullptr));
-  registry.add(std::make_unique<UnaryPrim<RoundHalfEven, D::floating>>("round", nullptr));
+  registry.add(std::make_unique<UnaryPrim<RoundHalfAway, D::floating>>(
+      "round_away", "stablehlo.round_nearest_afz", nullptr));
+  registry.add(
+      std::make_unique<UnaryPrim<Floor, D::floating>>("floor", "stablehlo.floor", nullptr));
+  registry.add(std::make_unique<UnaryPrim<Ceil, D::floating>>("ceil", "stablehlo.ceil", nullptr));
+  registry.add(std::make_unique<UnaryPrim<RoundHalfEven, D::floating>>(
+      "round", "stablehlo.round_nearest_even", nullptr));
   registry.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
-      "cos", [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
+      "cos", "stablehlo.cosine",
+      [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
 }
 
 }  // namespace elementwise

@@ -33,7 +33,7 @@ class BinaryPrim : public Primitive {
 
   // One StableHLO elementwise op on the two operands, whose types already agree.
   void lower(StableHloEmitter& em, const Params&) const override {
-    em.set_results(em.emit(stablehlo_, {em.operand(0), em.operand(1)}, "", {em.result_type(0)}));
+    em.set_results(em.emit(stablehlo_, {em.operand(0), em.operand(1)}, {}, {em.result_type(0)}));
   }
 
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }

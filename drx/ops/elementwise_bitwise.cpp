@@ -125,7 +125,7 @@ class BitwisePrim : public Primitive {
   void lower(StableHloEmitter& em, const Params&) const override {
     std::vector<std::string> ins;
     for (int i = 0; i < Arity; ++i) ins.push_back(em.operand(static_cast<size_t>(i)));
-    em.set_results(em.emit(stablehlo_, ins, "", {em.result_type(0)}));
+    em.set_results(em.emit(stablehlo_, ins, {}, {em.result_type(0)}));
   }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {

@@ -1,6 +1,9 @@
 // Comparisons, select, convert and stop_gradient: the elementwise primitives
 // whose output dtype or derivative is not simply that of their operands.
+#include <map>
+
 #include "drx/array/half.h"
+#include "drx/core/lowering.h"
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
@@ -14,6 +17,13 @@ template <class K, Domain D>
 class ComparePrim : public Primitive {
  public:
   explicit ComparePrim(std::string name) : Primitive(std::move(name)) {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    static const std::map<std::string, std::string> kDirection = {
+        {"less", "LT"},          {"less_equal", "LE"}, {"greater", "GT"},
+        {"greater_equal", "GE"}, {"equal", "EQ"},      {"not_equal", "NE"}};
+    em.set_results({emit_compare(em, kDirection.at(name()), em.operand(0), em.operand(1),
+                                 em.operand_type(0))});
+  }
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
@@ -58,6 +68,10 @@ class ComparePrim : public Primitive {
 class SelectPrim : public Primitive {
  public:
   SelectPrim() : Primitive("select") {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.emit1("stablehlo.select", {em.operand(0), em.operand(1), em.operand(2)}, {},
+                             em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 3);
@@ -113,6 +127,11 @@ class SelectPrim : public Primitive {
 class ConvertPrim : public Primitive {
  public:
   ConvertPrim() : Primitive("convert") {}
+  // stablehlo.convert leaves float -> integer overflow to the implementation;
+  // drx's saturation (NaN to 0) is what XLA's CPU and GPU backends do.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.emit1("stablehlo.convert", {em.operand(0)}, {}, em.result_type(0))});
+  }
   // A no-op when the result has the operand's type (the caller checks).
   std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
                                          const Params&) const override {
@@ -166,6 +185,10 @@ class ConvertPrim : public Primitive {
 class StopGradientPrim : public NoDerivativeUnary {
  public:
   StopGradientPrim() : NoDerivativeUnary("stop_gradient") {}
+  // Values pass through; a StableHLO program is not differentiated further.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.operand(0)});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     return {ins[0]};

@@ -2,6 +2,7 @@
 // is_finite), elementwise on floats. Piecewise constant: no derivative.
 #include <cmath>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
@@ -13,6 +14,9 @@ namespace {
 class IsFinitePrim : public NoDerivativeUnary {
  public:
   IsFinitePrim() : NoDerivativeUnary("is_finite") {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.emit1("stablehlo.is_finite", {em.operand(0)}, {}, em.result_type(0))});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 1);
     if (!is_floating(ins[0].dtype))

@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -102,6 +103,20 @@ int64_t prod_dims(const Shape& s, const Dims& dims) {
 class DotGeneralPrim : public Primitive {
  public:
   DotGeneralPrim() : Primitive("dot_general") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    auto list = [](const std::vector<int64_t>& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + "]";
+    };
+    const std::string dims =
+        "#stablehlo.dot<lhs_batching_dimensions = " + list(p.get_ints("lhs_batch", name())) +
+        ", rhs_batching_dimensions = " + list(p.get_ints("rhs_batch", name())) +
+        ", lhs_contracting_dimensions = " + list(p.get_ints("lhs_contracting", name())) +
+        ", rhs_contracting_dimensions = " + list(p.get_ints("rhs_contracting", name())) + ">";
+    em.set_results({em.emit1("stablehlo.dot_general", {em.operand(0), em.operand(1)},
+                             {{"dot_dimension_numbers", dims}}, em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& params) const override {
     if (ins.size() != 2)

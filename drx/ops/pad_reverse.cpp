@@ -6,6 +6,7 @@
 // their data operands, so every rule is again a pad, a slice or a reverse.
 #include <algorithm>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -23,6 +24,13 @@ int64_t padded_dim(int64_t n, int64_t lo, int64_t hi, int64_t in) {
 class PadPrim : public Primitive {
  public:
   PadPrim() : Primitive("pad") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results({em.emit1("stablehlo.pad", {em.operand(0), em.operand(1)},
+                             {{"edge_padding_low", mlir_i64_array(p.get_ints("low", name()))},
+                              {"edge_padding_high", mlir_i64_array(p.get_ints("high", name()))},
+                              {"interior_padding", mlir_i64_array(p.get_ints("interior", name()))}},
+                             em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 2);
@@ -155,6 +163,11 @@ class PadPrim : public Primitive {
 class ReversePrim : public Primitive {
  public:
   ReversePrim() : Primitive("reverse") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results({em.emit1("stablehlo.reverse", {em.operand(0)},
+                             {{"dimensions", mlir_i64_array(p.get_ints("dims", name()))}},
+                             em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);

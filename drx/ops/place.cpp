@@ -1,5 +1,6 @@
 // `place`: retypes a value as placed at a placement (or unplaced again). It is
 // how program arguments enter a placement and how numbers meet placed values.
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -10,6 +11,10 @@ namespace {
 class PlacePrim : public Primitive {
  public:
   PlacePrim() : Primitive("place") {}
+  // Placement is drx's typing; the values are the same tensor.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.operand(0)});
+  }
   bool placement_aware() const override { return true; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {

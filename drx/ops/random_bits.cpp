@@ -8,9 +8,10 @@
 // by element. Random bits carry no derivative.
 #include <cstring>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
-#include "drx/ops/no_derivative.h"
 #include "drx/ops/elementwise_kernels.h"
+#include "drx/ops/no_derivative.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 
@@ -86,6 +87,9 @@ class ThreefryPrim : public Primitive {
 class BitcastPrim : public NoDerivativeUnary {
  public:
   BitcastPrim() : NoDerivativeUnary("bitcast_convert") {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.emit1("stablehlo.bitcast_convert", {em.operand(0)}, {}, em.result_type(0))});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 
@@ -73,6 +74,11 @@ const Primitive& reduction_primitive(ReduceKind kind);
 class ReducePrim : public Primitive {
  public:
   ReducePrim(std::string name, ReduceKind kind) : Primitive(std::move(name)), kind_(kind) {}
+
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results(
+        {emit_reduce(em, kind_, em.operand(0), em.operand_type(0), p.get_ints("axes", name()))});
+  }
 
   std::optional<ReduceKind> reduction() const override { return kind_; }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -44,6 +45,9 @@ Value zeros_of(const Value& v) {
 class ReshapePrim : public Primitive {
  public:
   ReshapePrim() : Primitive("reshape") {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    em.set_results({em.emit1("stablehlo.reshape", {em.operand(0)}, {}, em.result_type(0))});
+  }
   // A no-op when the result has the operand's type (the caller checks).
   std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
                                          const Params&) const override {
@@ -100,6 +104,11 @@ std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
 class TransposePrim : public Primitive {
  public:
   TransposePrim() : Primitive("transpose") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results({em.emit1("stablehlo.transpose", {em.operand(0)},
+                             {{"permutation", mlir_i64_array(p.get_ints("perm", name()))}},
+                             em.result_type(0))});
+  }
   std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
                                          const Params& p) const override {
     const std::vector<int64_t>& perm = p.get_ints("perm", name());
@@ -163,6 +172,11 @@ class TransposePrim : public Primitive {
 class BroadcastInDimPrim : public Primitive {
  public:
   BroadcastInDimPrim() : Primitive("broadcast_in_dim") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results({em.emit1("stablehlo.broadcast_in_dim", {em.operand(0)},
+                             {{"broadcast_dimensions", mlir_i64_array(p.get_ints("dims", name()))}},
+                             em.result_type(0))});
+  }
   // A no-op when the result has the operand's type (the caller checks).
   std::optional<size_t> identity_operand(const std::vector<std::optional<double>>&,
                                          const Params&) const override {
@@ -237,6 +251,13 @@ class BroadcastInDimPrim : public Primitive {
 class ConcatenatePrim : public Primitive {
  public:
   ConcatenatePrim() : Primitive("concatenate") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < em.num_operands(); ++i) ins.push_back(em.operand(i));
+    em.set_results({em.emit1("stablehlo.concatenate", ins,
+                             {{"dimension", std::to_string(p.get_int("axis", name())) + " : i64"}},
+                             em.result_type(0))});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.empty()) throw TypeError("concatenate: needs at least one operand");
     const int64_t axis = p.get_int("axis", name());
@@ -331,6 +352,14 @@ class ConcatenatePrim : public Primitive {
 class SlicePrim : public Primitive {
  public:
   SlicePrim() : Primitive("slice") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const auto& starts = p.get_ints("starts", name());
+    em.set_results({em.emit1("stablehlo.slice", {em.operand(0)},
+                             {{"start_indices", mlir_i64_array(starts)},
+                              {"limit_indices", mlir_i64_array(p.get_ints("limits", name()))},
+                              {"strides", mlir_i64_array(std::vector<int64_t>(starts.size(), 1))}},
+                             em.result_type(0))});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const auto& starts = p.get_ints("starts", name());

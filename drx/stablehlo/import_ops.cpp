@@ -77,6 +77,13 @@ Values convert_op(const Operation& op, const Values& in) {
   return {astype(in[0], result_dtype(op))};
 }
 
+Values bitcast_convert_op(const Operation& op, const Values& in) {
+  arity(op, in, 1);
+  if (op.result_types.at(0).shape != in[0].shape())
+    fail(op, "changes the shape (only same-width bit casts are supported)");
+  return {bitcast_convert(in[0], result_dtype(op))};
+}
+
 Values clamp_op(const Operation& op, const Values& in) {
   arity(op, in, 3);
   // min(max(operand, min), max); min and max may be scalars.
@@ -222,6 +229,7 @@ const std::map<std::string, Lowering>& table() {
       {"stablehlo.select", select_op},
       {"stablehlo.clamp", clamp_op},
       {"stablehlo.convert", convert_op},
+      {"stablehlo.bitcast_convert", bitcast_convert_op},
       {"stablehlo.broadcast_in_dim", broadcast_in_dim_op},
       {"stablehlo.reshape", reshape_op},
       {"stablehlo.transpose", transpose_op},

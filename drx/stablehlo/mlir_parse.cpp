@@ -277,11 +277,34 @@ void Parser::parse_module_body(Module& m, bool braced) {
     }
     if (!braced && (lex_.peek() == '#' || lex_.peek_word("module") || lex_.peek() == '{')) return;
     Operation op = parse_op();
-    if (op.name == "func.func")
-      m.functions.push_back(function_from_generic(op));
-    else
-      m.operations.push_back(std::move(op));
+    if (op.name == "builtin.module" && !braced && m.functions.empty() && m.operations.empty() &&
+        m.name.empty()) {
+      add_generic_module(m, op);
+      return;
+    }
+    add_module_op(m, std::move(op));
   }
+}
+
+void Parser::add_module_op(Module& m, Operation op) {
+  if (op.name == "func.func")
+    m.functions.push_back(function_from_generic(op));
+  else
+    m.operations.push_back(std::move(op));
+}
+
+// "builtin.module"() <{sym_name = "m"}> ({ ... }) {attributes} : () -> ()
+void Parser::add_generic_module(Module& m, Operation& op) {
+  if (op.regions.size() != 1 || op.regions[0].blocks.size() != 1)
+    throw ParseError("stablehlo: line " + std::to_string(op.line) +
+                     ": \"builtin.module\" needs one region of one block");
+  for (NamedAttribute& kv : op.attributes) {
+    if (kv.first == "sym_name")
+      m.name = kv.second.text;
+    else
+      m.attributes.push_back(std::move(kv));
+  }
+  for (Operation& inner : op.regions[0].blocks[0].ops) add_module_op(m, std::move(inner));
 }
 
 Module Parser::parse_module() {

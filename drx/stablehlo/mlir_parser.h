@@ -53,6 +53,8 @@ class Parser {
   void finish_attributes(Operation& op, size_t at);
   Function parse_function();
   Function function_from_generic(Operation& op);
+  void add_module_op(Module& m, Operation op);
+  void add_generic_module(Module& m, Operation& op);
 
   Lexer lex_;
 
