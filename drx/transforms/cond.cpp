@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "drx/core/interpret.h"
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
 #include "drx/ops/ops.h"
@@ -30,6 +31,23 @@ class CondPrim : public Primitive {
   // A server-level cond may take placed operands (a branch can map over the
   // clients); its branches type the placements of what they return.
   bool placement_aware() const override { return true; }
+
+  // stablehlo.if: each branch's program inlined into its region, reading the
+  // operands from above.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    std::vector<std::string> args;
+    for (size_t i = 1; i < em.num_operands(); ++i) args.push_back(em.operand(i));
+    auto branch = [&](const char* key) {
+      const Program& b = p.get_program(key, name());
+      return MlirRegion{{}, [&b, args](StableHloEmitter& r, const std::vector<std::string>&) {
+                          return r.inline_program(b, args);
+                        }};
+    };
+    std::vector<Type> outs;
+    for (size_t j = 0; j < em.num_results(); ++j) outs.push_back(em.result_type(j));
+    em.set_results(em.emit("stablehlo.if", {em.operand(0)}, {}, outs,
+                           {branch(kBranches[1]), branch(kBranches[0])}));
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.empty()) throw TypeError("cond: needs a predicate operand");

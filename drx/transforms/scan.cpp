@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "drx/core/interpret.h"
+#include "drx/core/lowering.h"
 #include "drx/core/trace.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
@@ -161,6 +162,90 @@ std::vector<Array> ScanPrim::eval(const std::vector<Array>& ins, const Params& p
                           args.begin() + static_cast<long>(s.nc() + s.nh()));
   outs.insert(outs.end(), ys.begin(), ys.end());
   return outs;
+}
+
+// State of the while: (k, consts, carry, xs, ys); k counts 0..length-1 and
+// iteration k reads and writes row t = k (length-1-k reversed), as eval does.
+// The counter's form (constant start, `k < length`, `k + 1`) is the one JAX
+// writes and drx's importer raises back to a fori_loop.
+void ScanPrim::lower(StableHloEmitter& em, const Params& p) const {
+  const ScanParams s = ScanParams::of(p);
+  const Program& body = *s.body;
+  const size_t nc = s.nc(), nh = s.nh(), nx = s.nx(), ny = s.ny();
+  std::vector<std::string> state;
+  std::vector<Type> types;
+  const Type index(DType::i64, {});
+  if (s.length == 0) {  // no iteration: the carry as given, empty ys
+    std::vector<std::string> outs;
+    for (size_t j = 0; j < nh; ++j) outs.push_back(em.operand(nc + j));
+    for (size_t k = 0; k < ny; ++k)
+      outs.push_back(em.splat(0.0, em.result_type(nh + k).dtype, em.result_type(nh + k).shape));
+    em.set_results(outs);
+    return;
+  }
+  state.push_back(em.constant(full({}, 0.0, DType::i64)));
+  types.push_back(index);
+  for (size_t i = 0; i < nc + nh + nx; ++i) {
+    state.push_back(em.operand(i));
+    types.push_back(em.operand_type(i));
+  }
+  for (size_t k = 0; k < ny; ++k) {
+    const Type& t = em.result_type(nh + k);
+    state.push_back(em.splat(0.0, t.dtype, t.shape));
+    types.push_back(t);
+  }
+  const int64_t length = s.length;
+  const bool reverse = s.reverse;
+  MlirRegion cond{types, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+                    const std::string n =
+                        b.constant(full({}, static_cast<double>(length), DType::i64));
+                    return std::vector<std::string>{emit_compare(b, "LT", a[0], n, index)};
+                  }};
+  MlirRegion loop{
+      types, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+        std::string row = a[0];
+        if (reverse)
+          row = b.emit1("stablehlo.subtract",
+                        {b.constant(full({}, static_cast<double>(length - 1), DType::i64)), a[0]},
+                        {}, index);
+        const std::string zero = b.constant(full({}, 0.0, DType::i64));
+        std::vector<std::string> args(a.begin() + 1, a.begin() + 1 + static_cast<long>(nc + nh));
+        for (size_t k = 0; k < nx; ++k) {
+          const Type& xt = types[1 + nc + nh + k];
+          std::vector<std::string> starts{a[1 + nc + nh + k], row};
+          std::vector<int64_t> sizes = xt.shape;
+          sizes[0] = 1;
+          for (size_t d = 1; d < xt.shape.size(); ++d) starts.push_back(zero);
+          const std::string slice =
+              b.emit1("stablehlo.dynamic_slice", starts, {{"slice_sizes", mlir_i64_array(sizes)}},
+                      Type(xt.dtype, sizes));
+          args.push_back(
+              b.emit1("stablehlo.reshape", {slice}, {}, body.type_of(body.inputs[nc + nh + k])));
+        }
+        const std::vector<std::string> r = b.inline_program(body, args);
+        std::vector<std::string> next{
+            b.emit1("stablehlo.add", {a[0], b.constant(full({}, 1.0, DType::i64))}, {}, index)};
+        next.insert(next.end(), a.begin() + 1, a.begin() + 1 + static_cast<long>(nc));
+        next.insert(next.end(), r.begin(), r.begin() + static_cast<long>(nh));
+        next.insert(next.end(), a.begin() + 1 + static_cast<long>(nc + nh),
+                    a.begin() + 1 + static_cast<long>(nc + nh + nx));
+        for (size_t k = 0; k < ny; ++k) {
+          const Type& yt = types[1 + nc + nh + nx + k];
+          Shape one = yt.shape;
+          one[0] = 1;
+          std::vector<std::string> ins{
+              a[1 + nc + nh + nx + k],
+              b.emit1("stablehlo.reshape", {r[nh + k]}, {}, Type(yt.dtype, one)), row};
+          for (size_t d = 1; d < yt.shape.size(); ++d) ins.push_back(zero);
+          next.push_back(b.emit1("stablehlo.dynamic_update_slice", ins, {}, yt));
+        }
+        return next;
+      }};
+  const std::vector<std::string> out = em.emit("stablehlo.while", state, {}, types, {cond, loop});
+  std::vector<std::string> results(out.begin() + 1 + static_cast<long>(nc),
+                                   out.begin() + 1 + static_cast<long>(nc + nh));
+  results.insert(results.end(), out.begin() + 1 + static_cast<long>(nc + nh + nx), out.end());
+  em.set_results(results);
 }
 
 std::vector<Batched> ScanPrim::vmap(const std::vector<Batched>& ins, int64_t batch_size,

@@ -51,6 +51,8 @@ class ScanPrim : public Primitive {
                            const Params& p) const override;
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t batch_size,
                             const Params& p) const override;
+  // A stablehlo.while over a counter, as JAX exports scan.
+  void lower(StableHloEmitter& em, const Params& p) const override;
 };
 
 }  // namespace drx

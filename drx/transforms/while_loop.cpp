@@ -3,6 +3,7 @@
 // run time); vmap with a batched predicate runs while any lane runs and
 // keeps each finished lane's carry.
 #include "drx/core/interpret.h"
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
 #include "drx/ops/ops.h"
@@ -64,6 +65,35 @@ class WhilePrim : public Primitive {
  public:
   WhilePrim() : Primitive("while_loop") {}
   bool placement_aware() const override { return true; }
+
+  // stablehlo.while over (cond consts, body consts, carry); the consts ride
+  // along unchanged.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const WhileParams w = WhileParams::of(p);
+    const size_t ncc = w.ncc(), nbc = w.nbc(), nh = w.nh();
+    std::vector<std::string> state;
+    std::vector<Type> types;
+    for (size_t i = 0; i < em.num_operands(); ++i) {
+      state.push_back(em.operand(i));
+      types.push_back(em.operand_type(i));
+    }
+    const Program &cond = *w.cond, &body = *w.body;
+    MlirRegion test{types, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+                      std::vector<std::string> args(a.begin(), a.begin() + static_cast<long>(ncc));
+                      args.insert(args.end(), a.begin() + static_cast<long>(ncc + nbc), a.end());
+                      return b.inline_program(cond, args);
+                    }};
+    MlirRegion step{types, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+                      std::vector<std::string> args(a.begin() + static_cast<long>(ncc), a.end());
+                      std::vector<std::string> next(a.begin(),
+                                                    a.begin() + static_cast<long>(ncc + nbc));
+                      const std::vector<std::string> r = b.inline_program(body, args);
+                      next.insert(next.end(), r.begin(), r.end());
+                      return next;
+                    }};
+    const std::vector<std::string> out = em.emit("stablehlo.while", state, {}, types, {test, step});
+    em.set_results(std::vector<std::string>(out.end() - static_cast<long>(nh), out.end()));
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     const WhileParams w = WhileParams::of(p);
