@@ -489,3 +489,47 @@ TEST(CliStablehlo, CorpusModuleWithAnAlteredExpectationFails) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliStablehlo, ExportWritesAModuleThatImportsToTheSameValues) {
+  // A placed program: the mean over 4 clients of x * 2.
+  auto f =
+      drx::program({{"clients", 4}},
+                   [](drx::Value x) {
+                     return drx::reduce_mean(drx::map_fn([](drx::Value v) { return v * 2.0; }, x));
+                   },
+                   {"clients"});
+  ProgramFile prog(drx::to_string(drx::trace(f, {drx::Type(drx::f32, {4, 2})})));
+  CliResult r = cli({"export", prog.path(), "--mesh", "clients=2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("sdy.mesh @mesh = <[\"clients\"=2]>"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("func.func public @main("), std::string::npos);
+  MlirFile module("exported", r.out);
+  CliResult run = cli({"run", module.path(), "--arg", "1,2,3,4,5,6,7,8"});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "f32[2]{8, 10}\n");  // mean of (1,3,5,7)*2 and (2,4,6,8)*2
+  CliResult gspmd = cli({"export", prog.path(), "--mesh", "clients=2", "--gspmd", "--generic"});
+  ASSERT_EQ(gspmd.code, 0) << gspmd.err;
+  EXPECT_NE(gspmd.out.find("\"builtin.module\"()"), std::string::npos);
+  EXPECT_NE(gspmd.out.find("mhlo.sharding = \"{devices=[2,1]<=[2]}\""), std::string::npos);
+
+  ScratchPath written("exported_out.mlir");
+  r = cli({"export", prog.path(), "-o", written.path()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(file_bytes(written.path()), cli({"export", prog.path()}).out);
+}
+
+TEST(CliStablehlo, ExportFlagErrors) {
+  ProgramFile prog("program @main(%0: f32[2]) {\n  return %0\n}\n");
+  EXPECT_EQ(cli({"export"}).code, 2);
+  CliResult r = cli({"export", prog.path(), "--mesh", "clients"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--mesh expects NAME=DEVICES"), std::string::npos) << r.err;
+  r = cli({"export", prog.path(), "--mesh", "clients=0"});
+  EXPECT_EQ(r.code, 1) << r.err;  // the mesh itself refuses the size
+  EXPECT_EQ(cli({"export", prog.path(), "--bogus"}).code, 2);
+}
+
+}  // namespace

@@ -63,6 +63,25 @@ const std::vector<Command>& commands() {
        "\n"
        "  drx import f.mlir -o f.drx && drx run f.drx --arg 1,2\n",
        import_command},
+      {"export", "FILE [--mesh NAME=N,...] [--generic] [--gspmd] [-o OUT.mlir]",
+       "export a drx program as a StableHLO module",
+       "Writes the program in FILE (drx program text, or a .mlir module) as a StableHLO\n"
+       "module: func.func public @main in the pretty form JAX prints (the generic form\n"
+       "for ops drx has no pretty form for). XLA compiles it (e.g. with\n"
+       "jax.extend / xla_client, or iree-compile); `drx import` reads it back.\n"
+       "Reductions over a placement follow drx's canonical tree over client indices,\n"
+       "so results match drx bitwise where every op is exactly rounded.\n"
+       "\n"
+       "  --mesh NAME=N,...  shard placement axes over a device mesh: arguments and\n"
+       "                     results placed at NAME are split over N devices, others\n"
+       "                     replicated (Shardy sdy.mesh / sdy.sharding)\n"
+       "  --gspmd            write GSPMD mhlo.sharding strings instead of Shardy\n"
+       "  --generic          MLIR's generic op form throughout (mlir-opt reads it)\n"
+       "  --single-reduce    reduce over a placement with one stablehlo.reduce\n"
+       "  -o OUT.mlir        write the module to OUT.mlir (replaced atomically)\n"
+       "\n"
+       "  drx export round.drx --mesh clients=4 -o round.mlir\n",
+       export_command},
       {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
        fedavg_command},
   };
