@@ -97,6 +97,77 @@ bool all_types_equal(const OpText& op) {
   return true;
 }
 
+const std::string* find(const MlirAttributes& attrs, const std::string& name) {
+  for (const auto& [k, v] : attrs)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// "array<i64: 1, 2>" -> "[1, 2]"; "array<i64>" -> "[]".
+std::string bracketed(const std::string& array) {
+  const size_t colon = array.find(':');
+  if (colon == std::string::npos) return "[]";
+  return "[" + array.substr(colon + 2, array.size() - colon - 3) + "]";
+}
+
+// "#stablehlo<comparison_direction LT>" -> "LT".
+std::string enum_word(const std::string& e) {
+  const size_t space = e.rfind(' ');
+  return e.substr(space + 1, e.size() - space - 2);
+}
+
+// "[2]" after "name = " in a #stablehlo.dot<...> text.
+std::string dot_list(const std::string& dot, const std::string& name) {
+  const size_t at = dot.find(name + " = [");
+  if (at == std::string::npos) return "[]";
+  const size_t open = at + name.size() + 3;
+  return dot.substr(open, dot.find(']', open) - open + 1);
+}
+
+// The pretty form of ops whose custom syntax JAX prints (as the StableHLO
+// dialect's printer writes it), or "" to fall back to the generic form.
+std::string pretty_body(const OpText& op) {
+  const std::string sig = " : " + function_type(op.operand_types, op.result_types);
+  const std::string& x = op.operands.empty() ? std::string() : op.operands[0];
+  const size_t nattrs = op.attributes.size();
+  auto attr = [&](const char* name) { return find(op.attributes, name); };
+  if ((op.op == "stablehlo.reshape" || op.op == "stablehlo.convert" ||
+       op.op == "stablehlo.bitcast_convert") &&
+      nattrs == 0 && op.operands.size() == 1)
+    return op.op + " " + x + sig;
+  if (op.op == "stablehlo.broadcast_in_dim" && nattrs == 1 && attr("broadcast_dimensions"))
+    return op.op + " " + x + ", dims = " + bracketed(*attr("broadcast_dimensions")) + sig;
+  if (op.op == "stablehlo.transpose" && nattrs == 1 && attr("permutation"))
+    return op.op + " " + x + ", dims = " + bracketed(*attr("permutation")) + sig;
+  if (op.op == "stablehlo.iota" && nattrs == 1 && attr("iota_dimension")) {
+    const std::string& d = *attr("iota_dimension");
+    return op.op + " dim = " + d.substr(0, d.find(' ')) + " : " + mlir_type(op.result_types[0]);
+  }
+  if (op.op == "stablehlo.compare" && nattrs == 2 && attr("comparison_direction") &&
+      attr("compare_type"))
+    return op.op + "  " + enum_word(*attr("comparison_direction")) + ", " + x + ", " +
+           op.operands[1] + ",  " + enum_word(*attr("compare_type")) + sig;
+  if (op.op == "stablehlo.concatenate" && nattrs == 1 && attr("dimension")) {
+    std::string s = op.op + " ";
+    for (size_t i = 0; i < op.operands.size(); ++i) s += (i ? ", " : "") + op.operands[i];
+    const std::string& d = *attr("dimension");
+    return s + ", dim = " + d.substr(0, d.find(' ')) + sig;
+  }
+  if (op.op == "stablehlo.dot_general" && nattrs == 1 && attr("dot_dimension_numbers")) {
+    const std::string& d = *attr("dot_dimension_numbers");
+    std::string s = op.op + " " + x + ", " + op.operands[1];
+    const std::string lb = dot_list(d, "lhs_batching_dimensions");
+    if (lb != "[]") s += ", batching_dims = " + lb + " x " + dot_list(d, "rhs_batching_dimensions");
+    return s + ", contracting_dims = " + dot_list(d, "lhs_contracting_dimensions") + " x " +
+           dot_list(d, "rhs_contracting_dimensions") + sig;
+  }
+  if (op.op == "sdy.sharding_constraint" && nattrs == 1 && attr("sharding")) {
+    const std::string& sh = *attr("sharding");  // #sdy.sharding<@mesh, [...]>
+    return op.op + " " + x + " " + sh.substr(sh.find('<')) + " : " + mlir_type(op.result_types[0]);
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string dense(const Array& a) {
@@ -144,6 +215,7 @@ std::string op_line(const OpText& op, bool generic) {
     // An elementwise op of one type prints as JAX prints it.
     if (op.attributes.empty() && !op.operands.empty() && all_types_equal(op))
       return head + op.op + " " + names_list(op.operands) + " : " + mlir_type(op.result_types[0]);
+    if (std::string body = pretty_body(op); !body.empty()) return head + body;
   }
   std::string s = head + "\"" + op.op + "\"(" + names_list(op.operands) + ")";
   if (!op.regions.empty()) {
