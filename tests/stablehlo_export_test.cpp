@@ -29,8 +29,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Bitwise equal, except that any NaN equals any NaN (payloads may differ).
-::testing::AssertionResult SameValues(const Array& got, const Array& want) {
+// How far apart two floats of one dtype are: the count of representable
+// values between them (0 for equal ones, +0 and -0 are 1 apart).
+int64_t ulps_apart(const Array& a, const Array& b, int64_t i) {
+  const size_t size = dtype_size(a.dtype());
+  auto ordered = [&](const Array& x) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, static_cast<const unsigned char*>(x.raw()) + i * size, size);
+    const uint64_t sign = uint64_t{1} << (8 * size - 1);
+    return (bits & sign) ? -static_cast<int64_t>(bits & ~sign) - 1 : static_cast<int64_t>(bits);
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// Bitwise equal, except that any NaN equals any NaN (payloads may differ) and
+// floats may be up to `ulps` apart.
+::testing::AssertionResult SameValues(const Array& got, const Array& want, int64_t ulps = 0) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape())
     return ::testing::AssertionFailure()
            << got.str().substr(0, 60) << " vs " << want.str().substr(0, 60);
@@ -42,10 +57,24 @@ namespace fs = std::filesystem;
     if (is_floating(got.dtype()) && std::isnan(got.element_as_double(i)) &&
         std::isnan(want.element_as_double(i)))
       continue;
+    if (is_floating(got.dtype()) && ulps > 0 && !std::isnan(got.element_as_double(i)) &&
+        !std::isnan(want.element_as_double(i)) && ulps_apart(got, want, i) <= ulps)
+      continue;
     return ::testing::AssertionFailure() << "element " << i << ": " << got.element_as_double(i)
                                          << " vs " << want.element_as_double(i);
   }
   return ::testing::AssertionSuccess();
+}
+
+// The lowerings that approximate their kernel rather than repeat its
+// arithmetic, and by how many ulps they may differ from it
+// (tests/stablehlo_export_numeric_test.cpp measures these bounds): erf is a
+// rational approximation of std::erf (1 ulp, f32 and f64); erf_inv is the
+// kernel's own polynomial in f32 (bitwise) and two Halley steps in f64 (3 ulp).
+int64_t allowed_ulps(const std::string& primitive, DType dtype) {
+  if (primitive == "erf") return 1;
+  if (primitive == "erf_inv" && dtype == DType::f64) return 3;
+  return 0;
 }
 
 // The one-equation program of e, whose operands have the given types.
@@ -77,9 +106,8 @@ std::vector<Array> random_inputs(const Program& p, uint64_t seed) {
 // Primitives whose lowering is still to be written (issue 16); each one here
 // is exported nowhere. The test fails when one of them gains a lowering (take
 // it off the list) and when any other primitive has none.
-const std::set<std::string> kNotYetLowered = {"erf",         "erf_inv", "cumsum",      "take",
-                                              "scatter_add", "scatter", "sort",        "top_k",
-                                              "argmax",      "argmin",  "threefry2x32"};
+const std::set<std::string> kNotYetLowered = {"take",  "scatter_add", "scatter", "sort",
+                                              "top_k", "argmax",      "argmin"};
 
 TEST(StablehloExport, EveryEquationRoundTripsThroughTheImporter) {
   std::set<std::string> lowered, missing;
@@ -110,7 +138,8 @@ TEST(StablehloExport, EveryEquationRoundTripsThroughTheImporter) {
         }
         EXPECT_EQ(got.size(), want.size());
         for (size_t k = 0; k < got.size() && k < want.size(); ++k)
-          EXPECT_TRUE(SameValues(got[k], want[k])) << "result " << k;
+          EXPECT_TRUE(SameValues(got[k], want[k], allowed_ulps(e.prim->name(), want[k].dtype())))
+              << "result " << k;
       }
       ++checked;
       return want;

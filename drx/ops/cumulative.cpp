@@ -3,6 +3,7 @@
 // cumsum is linear, so its rules are cumsums too: the tangent's cumsum, and
 // the cotangent's cumsum in the other direction (the transpose of a lower
 // triangular matrix of ones is an upper triangular one).
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/axis_loops.h"
 #include "drx/ops/ops.h"
@@ -16,6 +17,64 @@ namespace {
 class CumsumPrim : public Primitive {
  public:
   CumsumPrim() : Primitive("cumsum") {}
+
+  // A counted stablehlo.while over the axis, in eval's order: the running sum
+  // (in f64 for floats, as axis_loops::cumsum accumulates; in the dtype itself
+  // for integers, which wrap alike) gains one slice per step, and the step
+  // writes it rounded to the dtype (bf16/f16 through f32, as evaluate rounds),
+  // so the result is bitwise drx's and the program size does not grow with n.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const Type x(em.operand_type(0).dtype, em.operand_type(0).shape);
+    if (x.size() == 0) {
+      em.set_results({em.operand(0)});
+      return;
+    }
+    const size_t axis = static_cast<size_t>(p.get_int("axis", name()));
+    const bool reverse = p.get_int("reverse", name()) != 0;
+    const int64_t n = x.shape[axis];
+    const bool half = x.dtype == DType::bf16 || x.dtype == DType::f16;
+    Shape row = x.shape;
+    row[axis] = 1;
+    const Type row_t(x.dtype, row), acc_t(is_floating(x.dtype) ? DType::f64 : x.dtype, row);
+    const Type index_t(DType::i64, {});
+    auto index = [](StableHloEmitter& b, int64_t v) {
+      return b.constant(full({}, static_cast<double>(v), DType::i64));
+    };
+    auto convert = [](StableHloEmitter& b, const std::string& v, const Type& t) {
+      return b.emit1("stablehlo.convert", {v}, {}, t);
+    };
+    const std::string xs = em.operand(0);
+    MlirRegion cond{
+        {index_t, acc_t, x}, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+          return std::vector<std::string>{emit_compare(b, "LT", a[0], index(b, n), index_t)};
+        }};
+    MlirRegion body{
+        {index_t, acc_t, x}, [&](StableHloEmitter& b, const std::vector<std::string>& a) {
+          const std::string j =
+              reverse ? b.emit1("stablehlo.subtract", {index(b, n - 1), a[0]}, {}, index_t) : a[0];
+          std::vector<std::string> starts(x.shape.size(), index(b, 0));
+          starts[axis] = j;
+          std::vector<std::string> slice_ops{xs};
+          slice_ops.insert(slice_ops.end(), starts.begin(), starts.end());
+          std::string xj = b.emit1("stablehlo.dynamic_slice", slice_ops,
+                                   {{"slice_sizes", mlir_i64_array(row)}}, row_t);
+          if (acc_t.dtype != x.dtype) xj = convert(b, xj, acc_t);
+          const std::string acc = b.emit1("stablehlo.add", {a[1], xj}, {}, acc_t);
+          std::string yj = acc;
+          if (half) yj = convert(b, yj, Type(DType::f32, row));
+          if (acc_t.dtype != x.dtype) yj = convert(b, yj, row_t);
+          std::vector<std::string> update_ops{a[2], yj};
+          update_ops.insert(update_ops.end(), starts.begin(), starts.end());
+          const std::string out = b.emit1("stablehlo.dynamic_update_slice", update_ops, {}, x);
+          const std::string next = b.emit1("stablehlo.add", {a[0], index(b, 1)}, {}, index_t);
+          return std::vector<std::string>{next, acc, out};
+        }};
+    const std::vector<std::string> r =
+        em.emit("stablehlo.while",
+                {index(em, 0), em.splat(0, acc_t.dtype, row), em.splat(0, x.dtype, x.shape)}, {},
+                {index_t, acc_t, x}, {cond, body});
+    em.set_results({r[2]});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Type& x = ins[0];

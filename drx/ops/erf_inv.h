@@ -8,37 +8,38 @@
 // the same polynomial and refines it by Newton's method on erf (or on erfc
 // near +-1, where 1 - |y| is exact), which converges to full precision.
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <type_traits>
 
 namespace drx {
+
+// Giles' coefficients, highest power first: the central branch (w < 5, in
+// w - 2.5) and the tail branch (in sqrt(w) - 3), w = -log(1 - x^2). The
+// StableHLO lowering (drx/ops/elementwise.cpp) evaluates the same ones.
+inline constexpr float kErfInvCentral[9] = {2.81022636e-08f,  3.43273939e-07f, -3.5233877e-06f,
+                                            -4.39150654e-06f, 0.00021858087f,  -0.00125372503f,
+                                            -0.00417768164f,  0.246640727f,    1.50140941f};
+inline constexpr float kErfInvTail[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f,
+                                         -0.00367342844f,  0.00573950773f,  -0.0076224613f,
+                                         0.00943887047f,   1.00167406f,     2.83297682f};
+
+// p = c[0]; p = c[k] + p * w for k = 1, 2, ...: Horner's rule in this order.
+template <class T, size_t N>
+T erf_inv_horner(const float (&c)[N], T w) {
+  T p = c[0];
+  for (size_t k = 1; k < N; ++k) p = static_cast<T>(c[k]) + p * w;
+  return p;
+}
 
 inline float erf_inv_f32(float x) {
   if (std::fabs(x) == 1.0f) return x * std::numeric_limits<float>::infinity();
   float w = -std::log1p(-x * x);
   float p;
   if (w < 5.0f) {
-    w = w - 2.5f;
-    p = 2.81022636e-08f;
-    p = 3.43273939e-07f + p * w;
-    p = -3.5233877e-06f + p * w;
-    p = -4.39150654e-06f + p * w;
-    p = 0.00021858087f + p * w;
-    p = -0.00125372503f + p * w;
-    p = -0.00417768164f + p * w;
-    p = 0.246640727f + p * w;
-    p = 1.50140941f + p * w;
+    p = erf_inv_horner(kErfInvCentral, w - 2.5f);
   } else {
-    w = std::sqrt(w) - 3.0f;
-    p = -0.000200214257f;
-    p = 0.000100950558f + p * w;
-    p = 0.00134934322f + p * w;
-    p = -0.00367342844f + p * w;
-    p = 0.00573950773f + p * w;
-    p = -0.0076224613f + p * w;
-    p = 0.00943887047f + p * w;
-    p = 1.00167406f + p * w;
-    p = 2.83297682f + p * w;
+    p = erf_inv_horner(kErfInvTail, std::sqrt(w) - 3.0f);
   }
   return p * x;
 }

@@ -5,8 +5,10 @@
 //
 // threefry2x32 takes four u32 operands of one shape — the key words k0, k1
 // and the counter words x0, x1 — and returns the two u32 result words, element
-// by element. Random bits carry no derivative.
+// by element. Random bits carry no derivative. Its StableHLO lowering is the
+// same rounds in ui32 ops (add, xor, shifts, or), bitwise drx's.
 #include <cstring>
+#include <map>
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
@@ -20,10 +22,14 @@ namespace {
 
 uint32_t rotl(uint32_t v, unsigned r) { return (v << r) | (v >> (32 - r)); }
 
+// The rotation amounts of the even and odd groups of rounds, and the key
+// schedule's parity constant (Salmon et al., Threefry-2x32).
+constexpr unsigned kRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+constexpr uint32_t kParity = 0x1BD11BDAu;
+
 // One block: 5 groups of 4 rounds, a key injection after each group.
 void threefry_block(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
-  constexpr unsigned kRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+  const uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ kParity};
   x0 += ks[0];
   x1 += ks[1];
   for (uint32_t group = 0; group < 5; ++group) {
@@ -40,6 +46,39 @@ void threefry_block(uint32_t k0, uint32_t k1, uint32_t& x0, uint32_t& x1) {
 class ThreefryPrim : public Primitive {
  public:
   ThreefryPrim() : Primitive("threefry2x32") {}
+
+  // The block function as ui32 integer ops in threefry_block's order
+  // (additions wrap mod 2^32 in StableHLO as here), so it is bitwise drx's.
+  void lower(StableHloEmitter& em, const Params&) const override {
+    const Type t(DType::u32, em.operand_type(0).shape);
+    std::map<uint32_t, std::string> splats;  // one constant per value
+    auto c = [&](uint32_t v) -> const std::string& {
+      auto it = splats.find(v);
+      if (it == splats.end()) it = splats.emplace(v, em.splat(v, DType::u32, t.shape)).first;
+      return it->second;
+    };
+    auto op = [&](const char* name, const std::string& a, const std::string& b) {
+      return em.emit1(name, {a, b}, {}, t);
+    };
+    auto rotl = [&](const std::string& v, unsigned r) {
+      return op("stablehlo.or", op("stablehlo.shift_left", v, c(r)),
+                op("stablehlo.shift_right_logical", v, c(32 - r)));
+    };
+    const std::string k0 = em.operand(0), k1 = em.operand(1);
+    const std::string ks[3] = {k0, k1,
+                               op("stablehlo.xor", op("stablehlo.xor", k0, k1), c(kParity))};
+    std::string x0 = op("stablehlo.add", em.operand(2), ks[0]);
+    std::string x1 = op("stablehlo.add", em.operand(3), ks[1]);
+    for (uint32_t group = 0; group < 5; ++group) {
+      for (unsigned r : kRotations[group % 2]) {
+        x0 = op("stablehlo.add", x0, x1);
+        x1 = op("stablehlo.xor", rotl(x1, r), x0);
+      }
+      x0 = op("stablehlo.add", x0, ks[(group + 1) % 3]);
+      x1 = op("stablehlo.add", x1, op("stablehlo.add", ks[(group + 2) % 3], c(group + 1)));
+    }
+    em.set_results({x0, x1});
+  }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params&) const override {
     check_arity(name(), ins, 4);
