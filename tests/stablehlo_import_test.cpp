@@ -150,6 +150,144 @@ TEST(StablehloImport, GenericFormShardingNotesAndErrors) {
   expect_error([&] { from_stablehlo(undefined); }, {"line 2", "%zz"});
 }
 
+// ---- sort and scatter: their regions matched against known forms ----------------
+
+// jnp.argsort's comparator (keys canonicalised, compared in total order), an
+// integer sort descending along axis 1, and a raw total-order sort.
+const char* kSorts = R"(module @jit_sorts {
+  func.func public @main(%x: tensor<6xf32>, %y: tensor<2x3xi32>, %z: tensor<5xf32>) -> (tensor<6xf32>, tensor<6xi32>, tensor<2x3xi32>, tensor<5xf32>) {
+    %0 = stablehlo.iota dim = 0 : tensor<6xi32>
+    %1:2 = "stablehlo.sort"(%x, %0) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%arg1: tensor<f32>, %arg2: tensor<f32>, %arg3: tensor<i32>, %arg4: tensor<i32>):
+      %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+      %2 = stablehlo.compare  EQ, %arg1, %cst,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %cst_0 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+      %3 = stablehlo.select %2, %cst_0, %arg1 : tensor<i1>, tensor<f32>
+      %4 = stablehlo.compare  NE, %arg1, %arg1,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %cst_1 = stablehlo.constant dense<0x7FC00000> : tensor<f32>
+      %5 = stablehlo.select %4, %cst_1, %3 : tensor<i1>, tensor<f32>
+      %6 = stablehlo.compare  EQ, %arg2, %cst,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %7 = stablehlo.select %6, %cst_0, %arg2 : tensor<i1>, tensor<f32>
+      %8 = stablehlo.compare  NE, %arg2, %arg2,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %9 = stablehlo.select %8, %cst_1, %7 : tensor<i1>, tensor<f32>
+      %10 = stablehlo.compare  LT, %5, %9,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %10 : tensor<i1>
+    }) : (tensor<6xf32>, tensor<6xi32>) -> (tensor<6xf32>, tensor<6xi32>)
+    %11 = "stablehlo.sort"(%y) <{dimension = -1 : i64}> ({
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %c = stablehlo.compare  LT, %b, %a,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+    %12 = "stablehlo.sort"(%z) <{dimension = 0 : i64, is_stable = true}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %c = stablehlo.compare  LT, %a, %b,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      stablehlo.return %c : tensor<i1>
+    }) : (tensor<5xf32>) -> tensor<5xf32>
+    return %1#0, %1#1, %11, %12 : tensor<6xf32>, tensor<6xi32>, tensor<2x3xi32>, tensor<5xf32>
+  }
+})";
+
+TEST(StablehloImport, SortComparatorsOfJaxAndOthersMatchHandComputed) {
+  Program p = from_stablehlo(kSorts);
+  const float nan = std::nanf(""), minus_nan = -std::nanf("");
+  Array x = f32_array({1.0f, nan, -0.0f, 0.0f, -INFINITY, 1.0f}, {6});
+  Array y = Array::from_vector<int32_t>({3, -1, 3, 0, 7, 0}, {2, 3});
+  Array z = f32_array({0.0f, -0.0f, nan, minus_nan, 1.0f}, {5});
+  std::vector<Array> r = compile(p).run({x, y, z});
+  ASSERT_EQ(r.size(), 4u);
+  // NaN last, -0.0 tied with 0.0 (so they keep their order), equal values stable.
+  const float* v = r[0].data<float>();
+  EXPECT_EQ(v[0], -INFINITY);
+  EXPECT_TRUE(v[1] == 0.0f && std::signbit(v[1]));
+  EXPECT_TRUE(v[2] == 0.0f && !std::signbit(v[2]));
+  EXPECT_TRUE(v[3] == 1.0f && v[4] == 1.0f && std::isnan(v[5]));
+  EXPECT_TRUE(ArrayNear(r[1], {4, 2, 3, 0, 5, 1}, 0, 0));
+  EXPECT_TRUE(ArrayNear(r[2], {3, 3, -1, 7, 0, 0}, 0, 0));  // lhs after rhs: descending
+  // Total order as written: -NaN < -0.0 < 0.0 < 1 < NaN.
+  const float* t = r[3].data<float>();
+  EXPECT_TRUE(std::isnan(t[0]) && std::signbit(t[0]));
+  EXPECT_TRUE(t[1] == 0.0f && std::signbit(t[1]));
+  EXPECT_TRUE(t[2] == 0.0f && !std::signbit(t[2]));
+  EXPECT_EQ(t[3], 1.0f);
+  EXPECT_TRUE(std::isnan(t[4]) && !std::signbit(t[4]));
+  // The interpreter agrees with the compiled program.
+  EXPECT_TRUE(BitwiseEqual(interpret(p, {x, y, z}), r));
+}
+
+// x.at[i].set(u) as JAX writes it (index vectors of one element; a repeated
+// index keeps the last update, out-of-range ones are skipped), and a
+// scatter-add whose window dim follows the scatter dim in the updates.
+const char* kScatters = R"(module @jit_scatters {
+  func.func public @main(%x: tensor<5xf32>, %i: tensor<5x1xi32>, %u: tensor<5xf32>, %y: tensor<2x3xf32>, %j: tensor<2xi64>, %v: tensor<2x2xf32>) -> (tensor<5xf32>, tensor<2x3xf32>) {
+    %0 = "stablehlo.scatter"(%x, %i, %u) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+    ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):
+      stablehlo.return %arg1 : tensor<f32>
+    }) : (tensor<5xf32>, tensor<5x1xi32>, tensor<5xf32>) -> tensor<5xf32>
+    %1 = "stablehlo.scatter"(%y, %j, %v) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [1], scatter_dims_to_operand_dims = [1], index_vector_dim = 1>}> ({
+    ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):
+      %s = stablehlo.add %arg0, %arg1 : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<2x3xf32>, tensor<2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+    return %0, %1 : tensor<5xf32>, tensor<2x3xf32>
+  }
+})";
+
+TEST(StablehloImport, ScatterSetAndAddMatchHandComputed) {
+  Program p = from_stablehlo(kScatters);
+  std::vector<Array> args = {f32_array({0, 1, 2, 3, 4}, {5}),
+                             Array::from_vector<int32_t>({1, 3, 1, 7, -1}, {5, 1}),
+                             f32_array({10, 20, 30, 40, 50}, {5}),
+                             f32_array({1, 2, 3, 4, 5, 6}, {2, 3}),
+                             Array::from_vector<int64_t>({2, 2}, {2}),
+                             f32_array({10, 20, 100, 200}, {2, 2})};
+  std::vector<Array> r = compile(p).run(args);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_TRUE(ArrayNear(r[0], {0, 30, 2, 20, 4}, 0, 0));
+  // updates[k, r] adds to y[r, j[k]].
+  EXPECT_TRUE(ArrayNear(r[1], {1, 2, 113, 4, 5, 226}, 0, 0));
+  EXPECT_TRUE(BitwiseEqual(interpret(p, args), r));
+}
+
+TEST(StablehloImport, UnsupportedScatterAndSortFormsAreErrorsNamingTheLine) {
+  const std::string multiply =
+      R"(func.func @main(%x: tensor<4xf32>, %i: tensor<2xi32>, %u: tensor<2xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.tanh %x : tensor<4xf32>
+    %1 = "stablehlo.scatter"(%0, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %m = stablehlo.multiply %a, %b : tensor<f32>
+      stablehlo.return %m : tensor<f32>
+    }) : (tensor<4xf32>, tensor<2xi32>, tensor<2xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  })";
+  expect_error([&] { from_stablehlo(multiply); },
+               {"line 3", "stablehlo.scatter", "update computation is not supported"});
+  const std::string two_dims =
+      R"(func.func @main(%x: tensor<4x4xf32>, %i: tensor<3x2xi32>, %u: tensor<3xf32>) -> tensor<4x4xf32> {
+    %0 = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0, 1], scatter_dims_to_operand_dims = [0, 1], index_vector_dim = 1>}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      stablehlo.return %b : tensor<f32>
+    }) : (tensor<4x4xf32>, tensor<3x2xi32>, tensor<3xf32>) -> tensor<4x4xf32>
+    return %0 : tensor<4x4xf32>
+  })";
+  expect_error([&] { from_stablehlo(two_dims); },
+               {"line 2", "stablehlo.scatter", "inserted_window_dims [0,1]", "not supported"});
+  const std::string lexicographic =
+      R"(func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+    %0:2 = "stablehlo.sort"(%x, %y) <{dimension = 0 : i64}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>):
+      %l = stablehlo.compare  LT, %a, %b,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %e = stablehlo.compare  EQ, %a, %b,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %m = stablehlo.compare  LT, %c, %d,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+      %n = stablehlo.and %e, %m : tensor<i1>
+      %o = stablehlo.or %l, %n : tensor<i1>
+      stablehlo.return %o : tensor<i1>
+    }) : (tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+    return %0#1 : tensor<4xf32>
+  })";
+  expect_error([&] { from_stablehlo(lexicographic); },
+               {"line 2", "stablehlo.sort", "comparator is not supported"});
+}
+
 // ---- a JAX-exported module, differentiated -------------------------------------
 
 std::filesystem::path corpus() {

@@ -8,8 +8,10 @@
 // scatter and scatter_add take updates of the shape take would give:
 // x.shape[:axis] + indices.shape + x.shape[axis+1:].
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
@@ -137,10 +139,110 @@ Type scatter_type(const std::string& op, const std::vector<Type>& ins, const Par
   return x;
 }
 
+// ---- StableHLO ---------------------------------------------------------------
+// take lowers to stablehlo.gather and scatter/scatter_add to stablehlo.scatter,
+// one slice along `axis` per index (index_vector_dim = the indices' rank).
+// Indices are first wrapped as read_indices wraps them (i < 0 becomes i + n),
+// so every index drx accepts is in [0, n), where the spec's gather and
+// scatter read and write exactly the slices eval does. Indices outside
+// [-n, n), which eval rejects, have no drx result to keep: the exported
+// gather clamps them and the exported scatter skips them (the spec's rules).
+
+// i < 0 ? i + n : i, elementwise, for indices `idx` of type t.
+std::string wrapped_indices(StableHloEmitter& em, std::string idx, const Type& indices, int64_t n) {
+  Type t(indices.dtype, indices.shape);
+  if (t.dtype == DType::i32 && n > std::numeric_limits<int32_t>::max()) {
+    t.dtype = DType::i64;  // i + n would not fit
+    idx = em.emit1("stablehlo.convert", {idx}, {}, t);
+  }
+  const std::string negative = emit_compare(em, "LT", idx, em.splat(0, t.dtype, t.shape), t);
+  const std::string shifted =
+      em.emit1("stablehlo.add", {idx, em.splat(static_cast<double>(n), t.dtype, t.shape)}, {}, t);
+  return em.emit1("stablehlo.select", {negative, shifted, idx}, {}, t);
+}
+
+// The positions of x's axes other than `axis` in the gathered shape
+// x.shape[:axis] + indices.shape + x.shape[axis+1:].
+std::vector<int64_t> window_dims(int64_t rank, int64_t axis, int64_t index_rank) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) dims.push_back(d < axis ? d : d - 1 + index_rank);
+  return dims;
+}
+
+// `key = [1, 2]`, or nothing for an empty list (as StableHLO prints them).
+std::string dims_field(const char* key, const std::vector<int64_t>& v) {
+  if (v.empty()) return "";
+  std::string s = std::string(key) + " = [";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "], ";
+}
+
+// #stablehlo.gather<...> or #stablehlo.scatter<...> for slices along `axis`
+// of an operand of rank `rank`, indexed by indices of rank `index_rank`.
+std::string dimension_numbers(bool gather, int64_t rank, int64_t axis, int64_t index_rank) {
+  const std::vector<int64_t> windows = window_dims(rank, axis, index_rank);
+  const std::string a = "[" + std::to_string(axis) + "], ";
+  const std::string ivd = "index_vector_dim = " + std::to_string(index_rank) + ">";
+  if (gather)
+    return "#stablehlo.gather<" + dims_field("offset_dims", windows) +
+           "collapsed_slice_dims = " + a + "start_index_map = " + a + ivd;
+  return "#stablehlo.scatter<" + dims_field("update_window_dims", windows) +
+         "inserted_window_dims = " + a + "scatter_dims_to_operand_dims = " + a + ivd;
+}
+
+// stablehlo.scatter of the equation's (x, indices, updates) along `axis`; its
+// update computation returns the update (Set) or adds it. The spec leaves the
+// order of updates to one position open; drx applies them in index order
+// (row-major over the indices), so a repeated index keeps the last update
+// (Set) or sums in that order, and the importer maps this form back to drx's
+// scatter and scatter_add.
+void lower_scatter(StableHloEmitter& em, bool set, int64_t axis) {
+  const Type &x = em.operand_type(0), &indices = em.operand_type(1);
+  if (num_elements(x.shape) == 0 || num_elements(em.operand_type(2).shape) == 0) {
+    em.set_results({em.operand(0)});  // nothing is written
+    return;
+  }
+  const std::string idx =
+      wrapped_indices(em, em.operand(1), indices, x.shape[static_cast<size_t>(axis)]);
+  const Type scalar(x.dtype, {});
+  MlirRegion body{
+      {scalar, scalar}, [set, scalar](StableHloEmitter& b, const std::vector<std::string>& args) {
+        if (set) return std::vector<std::string>{args[1]};
+        return std::vector<std::string>{b.emit1("stablehlo.add", {args[0], args[1]}, {}, scalar)};
+      }};
+  em.set_results({em.emit1(
+      "stablehlo.scatter", {em.operand(0), idx, em.operand(2)},
+      {{"indices_are_sorted", "false"},
+       {"scatter_dimension_numbers", dimension_numbers(false, x.ndim(), axis, indices.ndim())},
+       {"unique_indices", "false"}},
+      Type(x.dtype, x.shape), {body})});
+}
+
 // ---------------------------------------------------------------------------
 class TakePrim : public Primitive {
  public:
   TakePrim() : Primitive("take") {}
+  // stablehlo.gather of one slice of x per (wrapped) index.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    const Type &x = em.operand_type(0), &indices = em.operand_type(1);
+    const Type out(em.result_type(0).dtype, em.result_type(0).shape);
+    if (num_elements(out.shape) == 0) {  // (x may be empty along the axis: no valid slice)
+      em.set_results({em.constant(Array(out.dtype, out.shape))});
+      return;
+    }
+    Shape sizes = x.shape;
+    sizes[static_cast<size_t>(axis)] = 1;
+    const std::string idx =
+        wrapped_indices(em, em.operand(1), indices, x.shape[static_cast<size_t>(axis)]);
+    em.set_results(
+        {em.emit1("stablehlo.gather", {em.operand(0), idx},
+                  {{"dimension_numbers", dimension_numbers(true, x.ndim(), axis, indices.ndim())},
+                   {"indices_are_sorted", "false"},
+                   {"slice_sizes", mlir_i64_array(sizes)}},
+                  out)});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     if (ins.size() != 2)
       throw TypeError("take: expected 2 operands (x, indices), got " + std::to_string(ins.size()));
@@ -246,6 +348,9 @@ Value batched_scatter(const Primitive& prim, const std::vector<Batched>& ins, in
 class ScatterAddPrim : public Primitive {
  public:
   ScatterAddPrim() : Primitive("scatter_add") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    lower_scatter(em, false, p.get_int("axis", name()));
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     Type x = scatter_type(name(), ins, p);
     if (x.dtype == DType::bool_)
@@ -295,6 +400,9 @@ Value winning_updates(const Value& indices, int64_t n, int64_t axis, const Shape
 class ScatterPrim : public Primitive {
  public:
   ScatterPrim() : Primitive("scatter") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    lower_scatter(em, true, p.get_int("axis", name()));
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     return {scatter_type(name(), ins, p)};
   }

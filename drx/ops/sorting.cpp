@@ -14,9 +14,11 @@
 // top_k's to the elements they select (a gather of the tangent, a scatter-add
 // of the cotangent); integer results have none.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
+#include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/axis_loops.h"
 #include "drx/ops/ops.h"
@@ -106,6 +108,56 @@ Value scatter_add_along_axis(const Value& base, const Value& idx, const Value& u
   });
 }
 
+// ---- StableHLO ---------------------------------------------------------------
+// sort and top_k lower to a stable stablehlo.sort of (x, iota) whose
+// comparator is drx's order in the form JAX writes for jnp.sort: float keys
+// canonicalised (-0.0 becomes 0.0, every NaN +NaN) and compared in total
+// order (TOTALORDER), which on canonical keys is exactly before_ascending:
+// numbers by <, -0.0 tied with 0.0, NaN after every number and tied with
+// every NaN. Integers and bool compare directly. Descending compares GT; the
+// sort is stable, so equal keys keep their order (lower index first), as
+// drx's stable sorts and top_k's (value, index) order do.
+
+// `v` (a scalar of type `scalar`) as its sort key.
+std::string sort_key(StableHloEmitter& b, const std::string& v, const Type& scalar) {
+  if (!is_floating(scalar.dtype)) return v;
+  const std::string zero = b.constant(full({}, 0.0, scalar.dtype));
+  const std::string is_zero = emit_compare(b, "EQ", v, zero, scalar);
+  const std::string no_negative_zero = b.emit1("stablehlo.select", {is_zero, zero, v}, {}, scalar);
+  const std::string nan =
+      b.constant(full({}, std::numeric_limits<double>::quiet_NaN(), scalar.dtype));
+  const std::string is_nan = emit_compare(b, "NE", v, v, scalar);
+  return b.emit1("stablehlo.select", {is_nan, nan, no_negative_zero}, {}, scalar);
+}
+
+// The comparator of a sort of (values of dtype d, i32 positions): "lhs before rhs".
+MlirRegion order_comparator(DType d, bool descending) {
+  const Type scalar(d, {}), index(DType::i32, {});
+  return {{scalar, scalar, index, index},
+          [scalar, descending](StableHloEmitter& b, const std::vector<std::string>& args) {
+            const std::string lhs = sort_key(b, args[0], scalar);
+            const std::string rhs = sort_key(b, args[1], scalar);
+            const std::string type = is_floating(scalar.dtype)
+                                         ? "#stablehlo<comparison_type TOTALORDER>"
+                                         : mlir_comparison_type(scalar.dtype);
+            return std::vector<std::string>{b.emit1(
+                "stablehlo.compare", {lhs, rhs},
+                {{"comparison_direction", mlir_comparison_direction(descending ? "GT" : "LT")},
+                 {"compare_type", type}},
+                Type(DType::bool_, {}))};
+          }};
+}
+
+// x (of type t) sorted along `axis`, and the i32 positions its values came from.
+std::vector<std::string> emit_sort_with_positions(StableHloEmitter& em, const std::string& x,
+                                                  const Type& t, int64_t axis, bool descending) {
+  const Type values(t.dtype, t.shape), positions(DType::i32, t.shape);
+  const std::string dim = std::to_string(axis) + " : i64";
+  const std::string iota = em.emit1("stablehlo.iota", {}, {{"iota_dimension", dim}}, positions);
+  return em.emit("stablehlo.sort", {x, iota}, {{"dimension", dim}, {"is_stable", "true"}},
+                 {values, positions}, {order_comparator(t.dtype, descending)});
+}
+
 // ---------------------------------------------------------------------------
 // sort[axis, descending](x) -> (values, i32 indices): values = x reordered
 // along the axis, indices = where each value came from.
@@ -134,6 +186,11 @@ void sort_along(const T* x, const AxisLayout& l, bool descending, T* values, int
 class SortPrim : public Primitive {
  public:
   SortPrim() : Primitive("sort") {}
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    em.set_results(emit_sort_with_positions(em, em.operand(0), em.operand_type(0),
+                                            p.get_int("axis", name()),
+                                            p.get_int("descending", name()) != 0));
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Type& x = ins[0];
@@ -197,6 +254,27 @@ void top_k_rows(const T* x, int64_t rows, int64_t n, int64_t k, T* values, int32
 class TopKPrim : public Primitive {
  public:
   TopKPrim() : Primitive("top_k") {}
+  // A stable descending sort of the last axis, and its first k elements.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const Type& x = em.operand_type(0);
+    const int64_t k = p.get_int("k", name());
+    std::vector<std::string> sorted =
+        emit_sort_with_positions(em, em.operand(0), x, x.ndim() - 1, true);
+    if (k == x.shape.back()) {
+      em.set_results(sorted);
+      return;
+    }
+    Shape limits = x.shape;
+    limits.back() = k;
+    const std::vector<int64_t> starts(x.shape.size(), 0), strides(x.shape.size(), 1);
+    for (size_t j = 0; j < 2; ++j)
+      sorted[j] = em.emit1("stablehlo.slice", {sorted[j]},
+                           {{"start_indices", mlir_i64_array(starts)},
+                            {"limit_indices", mlir_i64_array(limits)},
+                            {"strides", mlir_i64_array(strides)}},
+                           Type(em.result_type(j).dtype, limits));
+    em.set_results(sorted);
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Type& x = ins[0];
@@ -249,6 +327,47 @@ template <bool Max>
 class ArgReducePrim : public Primitive {
  public:
   ArgReducePrim() : Primitive(Max ? "argmax" : "argmin") {}
+  // As JAX lowers jnp.argmax: a variadic stablehlo.reduce of (x, iota) whose
+  // body keeps the accumulator (value a, position i) against (b, j) when
+  // a > b (argmin: a < b) or a is NaN, and its position also when a == b and
+  // i < j. Folded in any order this is axis_loops::arg_reduce: the first
+  // position of the extreme value, or of the first NaN.
+  void lower(StableHloEmitter& em, const Params& p) const override {
+    const int64_t axis = p.get_int("axis", name());
+    const Type x(em.operand_type(0).dtype, em.operand_type(0).shape);
+    const Type positions(DType::i32, x.shape), value(x.dtype, {}), index(DType::i32, {});
+    const std::string iota = em.emit1(
+        "stablehlo.iota", {}, {{"iota_dimension", std::to_string(axis) + " : i64"}}, positions);
+    // The init value: what every element beats or ties (ties keep the lower position).
+    const double sign = Max ? -1.0 : 1.0;
+    const double init = x.dtype == DType::bool_ ? (Max ? 0.0 : 1.0)
+                        : is_floating(x.dtype)  ? sign * INFINITY
+                                                : sign * 1e300;  // full() saturates
+    const std::string init_value = em.constant(full({}, init, x.dtype));
+    const std::string init_index = em.constant(full({}, 0.0, DType::i32));
+    MlirRegion body{{value, index, value, index},
+                    [value, index](StableHloEmitter& b, const std::vector<std::string>& a) {
+                      const Type flag(DType::bool_, {});
+                      std::string keep = emit_compare(b, Max ? "GT" : "LT", a[0], a[2], value);
+                      if (is_floating(value.dtype))
+                        keep = b.emit1("stablehlo.or",
+                                       {keep, emit_compare(b, "NE", a[0], a[0], value)}, {}, flag);
+                      const std::string tie = b.emit1("stablehlo.and",
+                                                      {emit_compare(b, "EQ", a[0], a[2], value),
+                                                       emit_compare(b, "LT", a[1], a[3], index)},
+                                                      {}, flag);
+                      const std::string keep_index = b.emit1("stablehlo.or", {keep, tie}, {}, flag);
+                      return std::vector<std::string>{
+                          b.emit1("stablehlo.select", {keep, a[0], a[2]}, {}, value),
+                          b.emit1("stablehlo.select", {keep_index, a[1], a[3]}, {}, index)};
+                    }};
+    const Shape out = without_axis(x.shape, axis);
+    std::vector<std::string> r =
+        em.emit("stablehlo.reduce", {em.operand(0), iota, init_value, init_index},
+                {{"dimensions", mlir_i64_array({axis})}},
+                {Type(x.dtype, out), Type(DType::i32, out)}, {body});
+    em.set_results({r[1]});
+  }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const Type& x = ins[0];

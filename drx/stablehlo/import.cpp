@@ -235,6 +235,7 @@ class Importer {
       out_.sharding_notes.push_back("line " + std::to_string(op.line) + ": " + op.name);
       return in.size() == op.results.size() ? in : Values{};
     }
+    if (const detail::Lowering* l = detail::find_region_lowering(op.name)) return (*l)(op, in);
     if (!op.regions.empty()) fail(op, "is not supported (an op with regions)");
     if (const detail::Lowering* l = detail::find_lowering(op.name)) {
       Values out = (*l)(op, in);

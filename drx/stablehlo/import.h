@@ -10,9 +10,12 @@
 // where one exists); a reduce whose body is one add/max/min/and/or becomes
 // that reduction, any other body (argmax's variadic compare-and-select) a
 // fold along the reduced axes with drx::scan; gather becomes a take of
-// linearised indices. Sharding annotations (sdy.*, mhlo.sharding, the
-// @Sharding custom calls) are recorded in `sharding_notes` and change no
-// value. Anything else throws drx::Error naming the op and its line.
+// linearised indices; sort (a comparator of the form jnp.sort writes, or
+// drx's exporter) drx's sort, and scatter of whole slices along one axis
+// (overwriting or adding) drx's scatter or scatter_add. Sharding
+// annotations (sdy.*, mhlo.sharding, the @Sharding custom calls) are recorded
+// in `sharding_notes` and change no value. Anything else throws drx::Error
+// naming the op and its line.
 #include <string>
 #include <vector>
 

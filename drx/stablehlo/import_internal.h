@@ -27,6 +27,15 @@ int64_t int_value(const Operation& op, const char* name);
 using Lowering = std::function<Values(const Operation&, const Values&)>;
 const Lowering* find_lowering(const std::string& name);
 
+// Ops with regions that are read, not run: sort (its comparator) and scatter
+// (its update computation), matched against the forms they are known in
+// (import_sort_scatter.cpp); nullptr for any other op.
+const Lowering* find_region_lowering(const std::string& name);
+
+// x's elements as signed integers of its width that order as the spec's
+// TOTALORDER orders x: -NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN.
+Value total_order_key(const Value& x);
+
 // reduce's body run on (accumulators..., elements...) of any one shape.
 using RegionFn = std::function<Values(const Region&, const Values&)>;
 Values import_reduce(const Operation& op, const Values& operands, const RegionFn& run);

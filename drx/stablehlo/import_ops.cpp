@@ -58,6 +58,9 @@ Values compare(const Operation& op, const Values& in) {
   // UNSIGNED on a signed type compares the bit patterns as unsigned.
   if (type && type->text == "UNSIGNED" && a.dtype() == DType::i32)
     a = bitcast_convert(a, DType::u32), b = bitcast_convert(b, DType::u32);
+  // TOTALORDER on floats orders NaNs and signed zeros too: compare the keys.
+  if (type && type->text == "TOTALORDER" && is_floating(a.dtype()))
+    a = total_order_key(a), b = total_order_key(b);
   if (dir == "EQ") return {equal(a, b)};
   if (dir == "NE") return {not_equal(a, b)};
   if (dir == "LT") return {less(a, b)};
@@ -66,6 +69,29 @@ Values compare(const Operation& op, const Values& in) {
   if (dir == "GE") return {greater_equal(a, b)};
   fail(op, "unknown comparison direction '" + dir + "'");
 }
+
+}  // namespace
+
+Value total_order_key(const Value& x) {
+  DType bits;
+  switch (dtype_size(x.dtype())) {
+    case 2:
+      bits = DType::i16;
+      break;
+    case 4:
+      bits = DType::i32;
+      break;
+    default:
+      bits = DType::i64;
+  }
+  // Negative floats order opposite to their bit patterns' magnitudes: flip
+  // every bit but the sign there.
+  const Value b = bitcast_convert(x, bits);
+  const Value largest = constant(full({}, 1e300, bits));  // saturates to the dtype's largest
+  return where(less(b, scalar_like(b, 0.0)), bitwise_xor(b, largest), b);
+}
+
+namespace {
 
 Values constant_op(const Operation& op, const Values& in) {
   arity(op, in, 0);
