@@ -316,10 +316,48 @@ TEST(StablehloExport, ShardingsFollowTheMesh) {
         << gspmd;
     EXPECT_NE(gspmd.find("mhlo.sharding = \"{replicated}\""), std::string::npos);
     EXPECT_NE(gspmd.find("call_target_name = \"Sharding\""), std::string::npos);
+    // Read back by the parser: the arguments' attributes, in order (w, lr, xs, ys).
+    for (const std::string& text : {sdy, gspmd}) {
+      const stablehlo::Module parsed = stablehlo::parse_mlir(text);
+      ASSERT_EQ(parsed.functions.size(), 1u);
+      const auto& attrs = parsed.functions[0].argument_attributes;
+      ASSERT_EQ(attrs.size(), 4u);
+      for (const auto& a : attrs) {
+        ASSERT_EQ(a.size(), 1u);
+        EXPECT_EQ(a[0].first, text == sdy ? "sdy.sharding" : "mhlo.sharding");
+      }
+      if (text == gspmd) {
+        EXPECT_EQ(attrs[0][0].second.text, "{replicated}");
+        EXPECT_EQ(attrs[2][0].second.text, "{devices=[" + n + ",1,1]<=[" + n + "]}");
+        EXPECT_EQ(attrs[3][0].second.text, "{devices=[" + n + ",1]<=[" + n + "]}");
+      }
+    }
     // Values do not change.
     std::vector<Array> args = random_inputs(round, 5);
     EXPECT_TRUE(SameValues(run(from_stablehlo(gspmd), args).at(0), run(round, args).at(0)));
   }
+}
+
+// Nested placements shard the outer axis; a mesh axis that is not a placement
+// shards nothing, and other mesh axes replicate (GSPMD: last_tile_dim_replicate).
+TEST(StablehloExport, NestedPlacementsShardTheOuterAxis) {
+  hfl::Config c;
+  c.groups = 2, c.clients = 3, c.examples = 4, c.dim = 3, c.local_steps = 1, c.edge_rounds = 1;
+  const Program p = hfl::round_program(c);
+  const std::string sdy = to_stablehlo(p, Mesh({{"groups", 2}}));
+  EXPECT_NE(sdy.find("tensor<2x3x4x3xf64> {sdy.sharding = #sdy.sharding<@mesh, [{\"groups\"}, {}, "
+                     "{}, {}]>}"),
+            std::string::npos)
+      << sdy;
+  StableHloOptions o;
+  o.gspmd = true;
+  const std::string gspmd = to_stablehlo(p, Mesh({{"groups", 2}, {"model", 2}}), o);
+  EXPECT_NE(gspmd.find("\"{devices=[2,1,1,1,2]<=[4] last_tile_dim_replicate}\""), std::string::npos)
+      << gspmd;
+  const std::string second = to_stablehlo(p, Mesh({{"model", 2}, {"groups", 2}}), o);
+  EXPECT_NE(second.find("\"{devices=[2,1,1,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}\""),
+            std::string::npos)
+      << second;
 }
 
 std::string mlir_opt() {
