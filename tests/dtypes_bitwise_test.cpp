@@ -173,6 +173,21 @@ TEST(IntegerDTypes, EightSixteenAndSixtyFourBitsWrapReduceAndConvert) {
   EXPECT_EQ(h[0].to_vector<uint16_t>(), (std::vector<uint16_t>{0, 9, 600}));
   EXPECT_EQ(h[1].to_vector<uint16_t>(),
             (std::vector<uint16_t>{65535, 14, 24464}));  // 90000 mod 2^16
+  // Products past int's range (u16 operands promote to int in C++) and
+  // 64-bit sums and dot products past their range wrap too.
+  EXPECT_EQ(run_both(f, {array_of<uint16_t>({65533}), array_of<uint16_t>({65534})})[1]
+                .to_vector<uint16_t>(),
+            std::vector<uint16_t>{6});  // (-3) * (-2) mod 2^16
+  const int64_t i64_max = std::numeric_limits<int64_t>::max();
+  std::vector<Array> w = run_both(f, {array_of<int64_t>({i64_max, 1}), array_of<int64_t>({2, 0})});
+  EXPECT_EQ(w[1].to_vector<int64_t>(), (std::vector<int64_t>{-2, 0}));  // 2^64 - 2
+  EXPECT_EQ(w[5].to_vector<int64_t>(), std::vector<int64_t>{std::numeric_limits<int64_t>::min()});
+  auto dot = [](const std::vector<Value>& v) -> std::vector<Value> {
+    return {dot_general(v[0], v[1], DotDims{{0}, {0}, {}, {}})};
+  };
+  EXPECT_EQ(run_both(dot, {array_of<int64_t>({i64_max, i64_max}), array_of<int64_t>({2, 1})})[0]
+                .to_vector<int64_t>(),
+            std::vector<int64_t>{i64_max - 2});  // 3 * max = max - 2 mod 2^64
   auto to = [](DType d) {
     return [d](const std::vector<Value>& v) -> std::vector<Value> { return {astype(v[0], d)}; };
   };

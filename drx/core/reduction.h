@@ -7,6 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "drx/array/wrapping.h"
+
 namespace drx {
 
 enum class ReduceKind { sum, max, min };
@@ -31,7 +33,9 @@ A reduce_identity(ReduceKind kind) {
 // replaces a, and once a is NaN no comparison replaces it.
 template <ReduceKind K, class A>
 inline void reduce_fold(A& a, A v) {
-  if constexpr (K == ReduceKind::sum) {
+  if constexpr (K == ReduceKind::sum && std::is_integral_v<A>) {
+    a = wrapping::add(a, v);
+  } else if constexpr (K == ReduceKind::sum) {
     a = static_cast<A>(a + v);
   } else if constexpr (K == ReduceKind::max) {
     if (v > a || v != v) a = v;

@@ -167,7 +167,8 @@ class DotGeneralPrim : public Primitive {
 
   // Reference: both operands are gathered into [B, M, K] and [B, K, N] order
   // (so any dim arrangement is one loop nest), accumulated in double for
-  // floats and int64 for integers, and rounded once.
+  // floats and uint64 for integers (where overflow wraps, as XLA does), and
+  // rounded once.
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& params) const override {
     DotParams d(params, name());
     const Array &l = ins[0], &r = ins[1];
@@ -181,7 +182,7 @@ class DotGeneralPrim : public Primitive {
     Array out(l.dtype(), out_shape);
     dispatch_dtype(l.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
       std::vector<Acc> L = gather_as<T, Acc>(l, concat({&d.lb, &lf, &d.lc}));
       std::vector<Acc> R = gather_as<T, Acc>(r, concat({&d.rb, &d.rc, &rf}));
       std::vector<Acc> row(static_cast<size_t>(N));

@@ -10,23 +10,21 @@
 #include <type_traits>
 
 #include "drx/array/error.h"
+#include "drx/array/wrapping.h"
 
 namespace drx::scalar {
 
 template <class T>
 T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  return wrapping::add(a, b);
 }
 template <class T>
 T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
+  return wrapping::sub(a, b);
 }
 template <class T>
 T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  return wrapping::mul(a, b);
 }
 
 // Integer division truncates toward zero like C++; the one overflowing case
