@@ -21,6 +21,8 @@ PACKAGES=(
   libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)
   llvm-14               # llvm-symbolizer for readable sanitizer stacks
   mlir-19-tools         # mlir-opt-19: tests check exported StableHLO (generic form) parses
+  nlohmann-json3-dev    # plan.json of `drx split` and `drx aggregate`
+  python3-distributed   # examples/dask_fedavg.py: client work on a Dask LocalCluster
 )
 # Extra packages may be asked for by the caller (scripts/setup_bench.sh does).
 PACKAGES+=("$@")

@@ -1,0 +1,192 @@
+// Streaming aggregation in the canonical tree, and the in-process composition
+// of a MapReduce form's parts.
+#include <map>
+
+#include "drx/array/error.h"
+#include "drx/array/half.h"
+#include "drx/core/primitive.h"
+#include "drx/core/reduction.h"
+#include "drx/exec/executable.h"
+#include "drx/export/mapreduce_form.h"
+#include "drx/ops/primitives.h"
+
+namespace drx {
+
+namespace {
+
+// bf16/f16 rows reduce in f32 and round once, as Primitive::evaluate does.
+DType accumulation_dtype(DType d) { return is_half(d) ? DType::f32 : d; }
+
+Array combine(Aggregation kind, const Array& left, const Array& right) {
+  Array out(left.dtype(), left.shape());
+  const ReduceKind k = kind == Aggregation::max   ? ReduceKind::max
+                       : kind == Aggregation::min ? ReduceKind::min
+                                                  : ReduceKind::sum;
+  dispatch_dtype(left.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* l = left.data<T>();
+    const T* r = right.data<T>();
+    T* o = out.data<T>();
+    dispatch_reduce(k, [&](auto kk) {
+      for (int64_t i = 0; i < out.size(); ++i) o[i] = reduce_combine<kk()>(l[i], r[i]);
+    });
+  });
+  return out;
+}
+
+std::string row_problem(const Array& a, const Type& want) {
+  if (a.dtype() == want.dtype && a.shape() == want.shape) return "";
+  return "holds " + std::string(dtype_name(a.dtype())) + shape_str(a.shape()) + ", expected " +
+         want.str();
+}
+
+}  // namespace
+
+StreamingReduce::StreamingReduce(Aggregation kind, Type row) : kind_(kind), row_(std::move(row)) {
+  if (kind != Aggregation::sum && kind != Aggregation::max && kind != Aggregation::min)
+    throw Error(std::string("StreamingReduce: folds sum, max or min, not ") +
+                aggregation_name(kind));
+}
+
+void StreamingReduce::add(const Array& row) {
+  if (std::string problem = row_problem(row, row_); !problem.empty())
+    throw Error("aggregate: client " + std::to_string(count_) + "'s value " + problem);
+  // The canonical tree is a full binary tree over each aligned power-of-two
+  // block of clients; equal neighbouring blocks merge, left then right.
+  std::pair<int64_t, Array> block{1, convert_array(row, accumulation_dtype(row_.dtype))};
+  while (!blocks_.empty() && blocks_.back().first == block.first) {
+    block = {2 * block.first, combine(kind_, blocks_.back().second, block.second)};
+    blocks_.pop_back();
+  }
+  blocks_.push_back(std::move(block));
+  ++count_;
+}
+
+Array StreamingReduce::finish() const {
+  if (blocks_.empty()) {
+    if (kind_ != Aggregation::sum)
+      throw Error(std::string("aggregate: ") + aggregation_name(kind_) + " of no clients");
+    return full(row_.shape, 0.0, row_.dtype);
+  }
+  // The blocks, largest first, are the tree's left subtrees down its right
+  // spine: fold them from the right.
+  Array acc = blocks_.back().second;
+  for (size_t i = blocks_.size() - 1; i-- > 0;) acc = combine(kind_, blocks_[i].second, acc);
+  return convert_array(acc, row_.dtype);
+}
+
+StreamingAggregate::StreamingAggregate(const AggregationSpec& spec, Type row, Type weight_row)
+    : spec_(spec),
+      row_(row),
+      weight_row_(weight_row),
+      main_(spec.kind == Aggregation::max || spec.kind == Aggregation::min ? spec.kind
+                                                                           : Aggregation::sum,
+            row),
+      weights_(Aggregation::sum, weight_row) {
+  if (spec.kind == Aggregation::weighted_mean &&
+      (!weight_row.shape.empty() || weight_row.dtype != row.dtype))
+    throw Error("aggregate: the weight of '" + spec.client_value +
+                "' must be a scalar of its dtype " + std::string(dtype_name(row.dtype)) + ", got " +
+                weight_row.str());
+  if ((spec.kind == Aggregation::mean || spec.kind == Aggregation::weighted_mean) &&
+      !is_floating(row.dtype))
+    throw Error("aggregate: " + std::string(aggregation_name(spec.kind)) + " of '" +
+                spec.client_value + "' needs a floating dtype, got " + row.str());
+}
+
+void StreamingAggregate::add(const Array& value, const Array* weight) {
+  if (spec_.kind != Aggregation::weighted_mean) return main_.add(value);
+  if (!weight)
+    throw Error("aggregate: weighted_mean of '" + spec_.client_value + "' needs its weight");
+  if (std::string problem = row_problem(*weight, weight_row_); !problem.empty())
+    throw Error("aggregate: client " + std::to_string(weights_.count()) + "'s weight " + problem);
+  if (std::string problem = row_problem(value, row_); !problem.empty())
+    throw Error("aggregate: client " + std::to_string(main_.count()) + "'s value " + problem);
+  Params bp{{"dims", std::vector<int64_t>{}}, {"shape", row_.shape}};
+  const Array w = prims::broadcast_in_dim().evaluate({*weight}, bp)[0];
+  main_.add(prims::mul().evaluate({value, w}, {})[0]);
+  weights_.add(*weight);
+}
+
+Array StreamingAggregate::finish() const {
+  Array total = main_.finish();
+  if (spec_.kind == Aggregation::mean) {
+    const Array n = full(row_.shape, static_cast<double>(main_.count()), row_.dtype);
+    return primitive("div").evaluate({total, n}, {})[0];
+  }
+  if (spec_.kind == Aggregation::weighted_mean) {
+    Params bp{{"dims", std::vector<int64_t>{}}, {"shape", row_.shape}};
+    const Array w = prims::broadcast_in_dim().evaluate({weights_.finish()}, bp)[0];
+    return primitive("div").evaluate({total, w}, {})[0];
+  }
+  return total;
+}
+
+std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vector<Array>& inputs) {
+  if (inputs.size() != form.inputs.size())
+    throw Error("run_mapreduce_form: " + std::to_string(inputs.size()) + " inputs, expected " +
+                std::to_string(form.inputs.size()));
+  std::map<std::string, Array> server;
+  std::map<std::string, const Array*> data;  // placed inputs: client i reads row i
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    server[form.inputs[k]] = inputs[k];
+  }
+  for (const auto& [name, k] : form.client_data) data[name] = &inputs.at(k);
+  std::vector<std::map<std::string, Array>> state(static_cast<size_t>(form.clients));
+  auto take_row = [](const Array& a, int64_t i) {
+    return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
+                                  Params{{"axis", int64_t{0}}})[0];
+  };
+  auto run_part = [&](const Part& part, auto&& get) {
+    std::vector<Array> args;
+    for (const std::string& name : part.inputs) args.push_back(get(name));
+    return compile(part.program).run(args);
+  };
+  auto from_server = [&](const std::string& name) -> Array {
+    auto it = server.find(name);
+    if (it == server.end()) throw Error("run_mapreduce_form: no server value '" + name + "'");
+    return it->second;
+  };
+  for (const Stage& stage : form.stages) {
+    std::vector<Array> prepared = run_part(stage.server_prepare, from_server);
+    for (size_t k = 0; k < prepared.size(); ++k)
+      server[stage.server_prepare.outputs[k]] = prepared[k];
+    const Executable work = compile(stage.client_work.program);
+    std::vector<StreamingAggregate> folds;
+    for (const AggregationSpec& spec : stage.aggregations)
+      folds.emplace_back(spec, form.types.at(spec.client_value),
+                         spec.weight.empty() ? Type() : form.types.at(spec.weight));
+    for (int64_t i = 0; i < form.clients; ++i) {
+      std::map<std::string, Array>& mine = state[static_cast<size_t>(i)];
+      std::vector<Array> args;
+      for (const std::string& name : stage.client_work.inputs) {
+        if (name == "client_index")
+          args.push_back(full({}, static_cast<double>(i), DType::i32));
+        else if (data.count(name))
+          args.push_back(take_row(*data.at(name), i));
+        else if (mine.count(name))
+          args.push_back(mine.at(name));
+        else
+          args.push_back(from_server(name));
+      }
+      std::vector<Array> outs = work.run(args);
+      std::map<std::string, Array> by_name;
+      for (size_t k = 0; k < outs.size(); ++k) by_name[stage.client_work.outputs[k]] = outs[k];
+      for (size_t a = 0; a < folds.size(); ++a) {
+        const AggregationSpec& spec = stage.aggregations[a];
+        folds[a].add(by_name.at(spec.client_value),
+                     spec.weight.empty() ? nullptr : &by_name.at(spec.weight));
+      }
+      for (const std::string& name : stage.state_out) mine[name] = by_name.at(name);
+    }
+    for (size_t a = 0; a < folds.size(); ++a)
+      server[stage.aggregations[a].server_value] = folds[a].finish();
+    std::vector<Array> updated = run_part(stage.server_update, from_server);
+    for (size_t k = 0; k < updated.size(); ++k) server[stage.server_update.outputs[k]] = updated[k];
+  }
+  std::vector<Array> outs;
+  for (const std::string& name : form.outputs) outs.push_back(from_server(name));
+  return outs;
+}
+
+}  // namespace drx
