@@ -13,6 +13,7 @@
 #include "drx/exec/executable.h"
 #include "drx/exec/mesh.h"
 #include "drx/exec/thread_pool.h"
+#include "drx/export/mapreduce_form.h"
 #include "drx/export/stablehlo.h"
 #include "drx/ir/program.h"
 #include "drx/ir/type.h"

@@ -82,6 +82,42 @@ const std::vector<Command>& commands() {
        "\n"
        "  drx export round.drx --mesh clients=4 -o round.mlir\n",
        export_command},
+      {"split", "FILE --out DIR [--format drx|stablehlo]",
+       "split a program over a placement into its MapReduce parts",
+       "Splits the program in FILE (drx program text, or a .mlir module) into its\n"
+       "MapReduce form (drx::mapreduce_form): for each round of communication with\n"
+       "the clients a stage of server_prepare, broadcast, client_work (one client's\n"
+       "work: its inputs are client_index, its rows of the placed inputs, the\n"
+       "broadcast values and its state from earlier stages), aggregation in drx's\n"
+       "canonical order and server_update. Writes into DIR:\n"
+       "\n"
+       "  stageN.PART.drx      each part, a standalone program `drx run` runs\n"
+       "  stageN.PART.inputs   the names of its inputs, one per line, in order\n"
+       "  stageN.PART.outputs  the names of its outputs\n"
+       "  plan.json            the stages, names, aggregations and types\n"
+       "\n"
+       "Values are named after the program's variables: v12 is a server value, c12\n"
+       "one client's row of a placed value. A client's data are its rows of the\n"
+       "placed inputs (plan.json's client_data_inputs says which input).\n"
+       "\n"
+       "  --format stablehlo   also write each client work as stageN.client_work.mlir\n"
+       "\n"
+       "  drx split round.drx --out parts/\n",
+       split_command},
+      {"aggregate", "PLAN.json --stage S --clients DIR --out DIR",
+       "fold the clients' outputs of one stage in drx's canonical order",
+       "Reads stage S's aggregations from PLAN.json and, for each client i in order,\n"
+       "its outputs DIR/i/NAME.npy (the outputs `drx run` wrote for the stage's\n"
+       "client_work), folding them in drx's canonical tree over client indices while\n"
+       "holding one client's outputs and O(log clients) partial results, so the\n"
+       "result is bitwise what the whole program computes. Writes OUT/NAME.npy for\n"
+       "each aggregated server value, atomically, once every client has been read: a\n"
+       "missing, truncated, wrong-dtype or wrong-shape client output is an error\n"
+       "naming the client, and nothing is written. A client given twice (0 and 00)\n"
+       "is refused.\n"
+       "\n"
+       "  drx aggregate parts/plan.json --stage 0 --clients out/ --out server/\n",
+       aggregate_command},
       {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
        fedavg_command},
   };

@@ -24,6 +24,8 @@ int run_command(const Args& args, std::ostream& out, std::ostream& err);
 int check_command(const Args& args, std::ostream& out, std::ostream& err);
 int import_command(const Args& args, std::ostream& out, std::ostream& err);
 int export_command(const Args& args, std::ostream& out, std::ostream& err);
+int split_command(const Args& args, std::ostream& out, std::ostream& err);
+int aggregate_command(const Args& args, std::ostream& out, std::ostream& err);
 int fedavg_command(const Args& args, std::ostream& out, std::ostream& err);
 
 // Every subcommand, in the order `drx help` lists them.

@@ -1,0 +1,182 @@
+// drx split, drx run on the parts and drx aggregate, as a batch system would
+// drive them: every client's work a separate `drx run` on files, named as the
+// .inputs/.outputs lists say; the result bitwise that of jit on the whole
+// program. And the refusals of drx aggregate, after which nothing is written.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "drx/drx.h"
+#include "examples/fed_hypergradient_lib.h"
+#include "tests/cli_util.h"
+#include "tests/test_util.h"
+
+namespace drx::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> read_lines(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<Array> jit_results_of(const Program& p, const std::vector<Array>& args) {
+  return compile(simplify(p)).run(args);
+}
+
+// A scratch folder for one test, removed at its end.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    dir = fs::path(::testing::TempDir()) /
+          ("drx_split_" +
+           std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+// Runs the part `base` (e.g. "stage0.client_work") with drx run, its inputs
+// read as NAME.npy from the first folder of `from` that has them, its outputs
+// written as NAME.npy into `to`.
+void run_part(const fs::path& parts, const std::string& base, const std::vector<fs::path>& from,
+              const fs::path& to) {
+  std::vector<std::string> args = {"run", (parts / (base + ".drx")).string()};
+  for (const std::string& name : read_lines(parts / (base + ".inputs"))) {
+    fs::path file;
+    for (const fs::path& d : from)
+      if (fs::exists(d / (name + ".npy"))) file = d / (name + ".npy");
+    ASSERT_FALSE(file.empty()) << base << " input " << name;
+    args.insert(args.end(), {"--arg", file.string()});
+  }
+  fs::create_directories(to);
+  for (const std::string& name : read_lines(parts / (base + ".outputs")))
+    args.insert(args.end(), {"--out", (to / (name + ".npy")).string()});
+  CliResult r = cli(args);
+  ASSERT_EQ(r.code, 0) << base << ": " << r.err;
+}
+
+struct Split {
+  Scratch scratch;
+  fs::path parts, server, data;
+  Program program;
+  std::vector<Array> args;
+  MapReduceForm form;
+
+  // The hypergradient of a FedAvg round: a round, then an evaluation whose
+  // backward pass needs the clients again.
+  Split() {
+    fedhg::Config c;
+    c.clients = 5;
+    const fedhg::Data d = fedhg::make_data(c);
+    const std::vector<Type> types = {Type(f64, {c.dim}), Type(f64, {}), Type(f64, d.x.shape()),
+                                     Type(f64, d.y.shape())};
+    program = trace(value_and_grad(fedhg::hyper_objective(c), 1), types);
+    args = {random_array({c.dim}, f64, 4), full({}, 0.4, f64), d.x, d.y};
+    form = mapreduce_form(program);
+    parts = scratch.dir / "parts";
+    server = scratch.dir / "server";
+    data = scratch.dir / "data";
+    const fs::path prog = scratch.dir / "hyper.drx";
+    std::ofstream(prog) << to_string(program);
+    CliResult r = cli({"split", prog.string(), "--out", parts.string(), "--format", "stablehlo"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("into 2 stages"), std::string::npos) << r.out;
+    // The server's inputs, and each client's rows of the placed ones.
+    fs::create_directories(server);
+    for (size_t k = 0; k < form.inputs.size(); ++k)
+      save_npy((server / (form.inputs[k] + ".npy")).string(), args[k]);
+    for (int64_t i = 0; i < form.clients; ++i) {
+      const fs::path mine = data / std::to_string(i);
+      fs::create_directories(mine);
+      save_npy((mine / "client_index.npy").string(), full({}, static_cast<double>(i), DType::i32));
+      for (const auto& [name, k] : form.client_data)
+        save_npy((mine / (name + ".npy")).string(), batch_row(args[k], i));
+    }
+  }
+  fs::path clients(size_t stage) const { return scratch.dir / ("clients" + std::to_string(stage)); }
+  void client_work(size_t stage) {
+    for (int64_t i = 0; i < form.clients; ++i) {
+      const std::string id = std::to_string(i);
+      // Client state stays in the client's own folder of the stage it was made in.
+      std::vector<fs::path> from = {data / id, server};
+      for (size_t t = 0; t < stage; ++t) from.push_back(clients(t) / id);
+      run_part(parts, "stage" + std::to_string(stage) + ".client_work", from, clients(stage) / id);
+    }
+  }
+};
+
+TEST(CliSplit, PartsRunAsSeparateCommandsGiveJitsResultsBitwise) {
+  Split s;
+  ASSERT_EQ(s.form.stages.size(), 2u);
+  for (size_t t = 0; t < s.form.stages.size(); ++t) {
+    const std::string stage = "stage" + std::to_string(t);
+    run_part(s.parts, stage + ".server_prepare", {s.server}, s.server);
+    s.client_work(t);
+    CliResult r = cli({"aggregate", (s.parts / "plan.json").string(), "--stage", std::to_string(t),
+                       "--clients", s.clients(t).string(), "--out", s.server.string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    run_part(s.parts, stage + ".server_update", {s.server}, s.server);
+  }
+  const std::vector<Array> want = jit_results_of(s.program, s.args);
+  for (size_t k = 0; k < want.size(); ++k) {
+    Array got = load_npy((s.server / (s.form.outputs[k] + ".npy")).string());
+    EXPECT_TRUE(got.bitwise_equal(want[k]))
+        << "output " << k << ": " << got.str() << " vs " << want[k].str();
+  }
+  // The client work also as StableHLO, which imports to the same program values.
+  EXPECT_TRUE(fs::exists(s.parts / "stage0.client_work.mlir"));
+}
+
+TEST(CliSplit, AggregateRefusesBadClientOutputsAndWritesNothing) {
+  Split s;
+  run_part(s.parts, "stage0.server_prepare", {s.server}, s.server);
+  s.client_work(0);
+  const std::string plan = (s.parts / "plan.json").string();
+  const std::string value = s.form.stages[0].aggregations[0].client_value;
+  const fs::path out = s.scratch.dir / "agg";
+  auto aggregate = [&] {
+    return cli({"aggregate", plan, "--stage", "0", "--clients", s.clients(0).string(), "--out",
+                out.string()});
+  };
+  const fs::path victim = s.clients(0) / "3" / (value + ".npy");
+  const Array good = load_npy(victim.string());
+  auto expect_refused = [&](const std::string& part) {
+    CliResult r = aggregate();
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << "something was written";
+  };
+  fs::remove(victim);
+  expect_refused("client 3: missing '");
+  {
+    // Truncated: half of the file.
+    std::string bytes = encode_npy(good);
+    std::ofstream(victim, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  }
+  expect_refused("client 3: ");
+  save_npy(victim.string(), full({7}, 1.0, f64));
+  expect_refused("client 3: '" + victim.string() + "' holds f64[7], expected");
+  save_npy(victim.string(), convert_array(good, f32));
+  expect_refused("holds f32");
+  save_npy(victim.string(), good);
+  fs::create_directories(s.clients(0) / "03");
+  expect_refused("client 3 is given twice");
+  fs::remove_all(s.clients(0) / "03");
+  fs::remove_all(s.clients(0) / "4");
+  expect_refused("client 4 has no folder");
+  EXPECT_EQ(cli({"aggregate", plan, "--stage", "9", "--clients", s.clients(0).string(), "--out",
+                 out.string()})
+                .code,
+            1);
+  EXPECT_EQ(cli({"aggregate", plan, "--stage", "x"}).code, 2);
+}
+
+}  // namespace
+}  // namespace drx::testing

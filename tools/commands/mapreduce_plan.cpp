@@ -1,0 +1,154 @@
+#include "tools/commands/mapreduce_plan.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "drx/data/atomic_write.h"
+#include "drx/drx.h"
+#include "tools/commands/program_files.h"
+
+namespace drx::tool {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* const kParts[] = {"server_prepare", "client_work", "server_update"};
+
+std::string part_file(size_t stage, const char* part) {
+  return "stage" + std::to_string(stage) + "." + part;
+}
+
+json type_json(const Type& t) { return {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}}; }
+
+Type type_from(const json& j) {
+  return Type(dtype_from_name(j.at("dtype").get<std::string>()), j.at("shape").get<Shape>());
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  data::write_file_atomically(path.string(), {text}, "split");
+}
+
+std::string lines(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += n + "\n";
+  return s;
+}
+
+const Part& part_of(const Stage& s, size_t k) {
+  return k == 0 ? s.server_prepare : k == 1 ? s.client_work : s.server_update;
+}
+Part& part_of(Stage& s, size_t k) {
+  return k == 0 ? s.server_prepare : k == 1 ? s.client_work : s.server_update;
+}
+
+}  // namespace
+
+void write_mapreduce_plan(const MapReduceForm& form, const std::string& dir, bool stablehlo) {
+  fs::create_directories(dir);
+  json plan;
+  plan["format"] = "drx-mapreduce-plan-1";
+  plan["placement"] = form.placement;
+  plan["clients"] = form.clients;
+  plan["inputs"] = form.inputs;
+  plan["outputs"] = form.outputs;
+  json data = json::object();
+  for (const auto& [name, k] : form.client_data) data[name] = k;
+  plan["client_data_inputs"] = data;
+  json types = json::object();
+  for (const auto& [name, t] : form.types) types[name] = type_json(t);
+  plan["types"] = types;
+  plan["stages"] = json::array();
+  for (size_t i = 0; i < form.stages.size(); ++i) {
+    const Stage& s = form.stages[i];
+    json stage;
+    for (size_t k = 0; k < 3; ++k) {
+      const Part& part = part_of(s, k);
+      const std::string base = part_file(i, kParts[k]);
+      write_text(fs::path(dir) / (base + ".drx"), to_string(part.program));
+      write_text(fs::path(dir) / (base + ".inputs"), lines(part.inputs));
+      write_text(fs::path(dir) / (base + ".outputs"), lines(part.outputs));
+      stage[kParts[k]] = {
+          {"file", base + ".drx"}, {"inputs", part.inputs}, {"outputs", part.outputs}};
+    }
+    if (stablehlo) {
+      write_text(fs::path(dir) / (part_file(i, "client_work") + ".mlir"),
+                 to_stablehlo(s.client_work.program));
+      stage["client_work"]["stablehlo_file"] = part_file(i, "client_work") + ".mlir";
+    }
+    stage["broadcast"] = s.broadcast;
+    stage["client_data"] = s.client_data;
+    stage["state_in"] = s.state_in;
+    stage["state_out"] = s.state_out;
+    stage["aggregations"] = json::array();
+    for (const AggregationSpec& a : s.aggregations)
+      stage["aggregations"].push_back({{"client_value", a.client_value},
+                                       {"kind", aggregation_name(a.kind)},
+                                       {"weight", a.weight},
+                                       {"server_value", a.server_value}});
+    plan["stages"].push_back(stage);
+  }
+  write_text(fs::path(dir) / "plan.json", plan.dump(2) + "\n");
+}
+
+MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd) {
+  const std::string where = std::string(cmd) + ": '" + plan_path + "'";
+  json plan;
+  try {
+    plan = json::parse(read_text(plan_path, cmd));
+  } catch (const json::exception& e) {
+    throw Error(where + ": not a JSON plan: " + e.what());
+  }
+  try {
+    if (plan.value("format", "") != "drx-mapreduce-plan-1")
+      throw Error(where + ": not a plan written by drx split (format " +
+                  plan.value("format", std::string("missing")) + ")");
+    MapReduceForm form;
+    form.placement = plan.at("placement").get<std::string>();
+    form.clients = plan.at("clients").get<int64_t>();
+    form.inputs = plan.at("inputs").get<std::vector<std::string>>();
+    form.outputs = plan.at("outputs").get<std::vector<std::string>>();
+    for (const auto& [name, k] : plan.at("client_data_inputs").items())
+      form.client_data[name] = k.get<size_t>();
+    for (const auto& [name, t] : plan.at("types").items()) form.types[name] = type_from(t);
+    const fs::path dir = fs::path(plan_path).parent_path();
+    for (const json& sj : plan.at("stages")) {
+      Stage s;
+      for (size_t k = 0; k < 3; ++k) {
+        const json& pj = sj.at(kParts[k]);
+        Part& part = part_of(s, k);
+        part.program = load_program((dir / pj.at("file").get<std::string>()).string(), cmd);
+        part.inputs = pj.at("inputs").get<std::vector<std::string>>();
+        part.outputs = pj.at("outputs").get<std::vector<std::string>>();
+        if (part.inputs.size() != part.program.inputs.size() ||
+            part.outputs.size() != part.program.outputs.size())
+          throw Error(where + ": " + kParts[k] + " names " + std::to_string(part.inputs.size()) +
+                      " inputs and " + std::to_string(part.outputs.size()) +
+                      " outputs, but its program has " +
+                      std::to_string(part.program.inputs.size()) + " and " +
+                      std::to_string(part.program.outputs.size()));
+      }
+      s.broadcast = sj.at("broadcast").get<std::vector<std::string>>();
+      s.client_data = sj.at("client_data").get<std::vector<std::string>>();
+      s.state_in = sj.at("state_in").get<std::vector<std::string>>();
+      s.state_out = sj.at("state_out").get<std::vector<std::string>>();
+      for (const json& aj : sj.at("aggregations")) {
+        AggregationSpec a{aj.at("client_value").get<std::string>(),
+                          aggregation_from_name(aj.at("kind").get<std::string>()),
+                          aj.value("weight", std::string()),
+                          aj.at("server_value").get<std::string>()};
+        for (const std::string* name : {&a.client_value, &a.server_value})
+          if (!form.types.count(*name)) throw Error(where + ": no type for '" + *name + "'");
+        if (!a.weight.empty() && !form.types.count(a.weight))
+          throw Error(where + ": no type for '" + a.weight + "'");
+        s.aggregations.push_back(a);
+      }
+      form.stages.push_back(std::move(s));
+    }
+    return form;
+  } catch (const json::exception& e) {
+    throw Error(where + ": malformed plan: " + e.what());
+  }
+}
+
+}  // namespace drx::tool
