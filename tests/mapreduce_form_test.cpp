@@ -105,6 +105,55 @@ TEST(MapReduceForm, FedAvgFedAvgMAndFedAdamRoundsComposeBitwise) {
   }
 }
 
+// The round over the clients' own rows (what drx fedavg --export-rounds splits) gives
+// fedavg_round's results bitwise, and so do its parts; DP-FedAvg's noise is the server's.
+TEST(MapReduceForm, RoundsOnClientDataAndDpFedAvgComposeBitwise) {
+  RoundData d;
+  optim::RoundSpec spec;
+  spec.cohort = d.cohort;
+  spec.steps = d.steps;
+  spec.batch = d.batch;
+  const Tree state = spec.server.init(d.params);
+  const int64_t rows = d.steps * d.batch;
+  Array x(f32, {d.cohort, rows, 4});
+  Array y(DType::i32, {d.cohort, rows});
+  for (int64_t k = 0; k < d.cohort * rows; ++k) {
+    const int32_t id = d.idx.data<int32_t>()[k];
+    for (int64_t j = 0; j < 4; ++j) x.data<float>()[k * 4 + j] = d.x.data<float>()[id * 4 + j];
+    y.data<int32_t>()[k] = d.y.data<int32_t>()[id];
+  }
+  const Program shared =
+      trace(optim::fedavg_round(spec), d.params, state, d.x, d.y, d.idx, d.mask, d.weights);
+  const Program own =
+      trace(optim::fedavg_round_on_client_data(spec), d.params, state, x, y, d.mask, d.weights);
+  const std::vector<Array> own_args =
+      leaf_arrays({d.params, state, Tree(x), Tree(y), Tree(d.mask), Tree(d.weights)});
+  EXPECT_TRUE(BitwiseEqual(jit_results(own, own_args, 1),
+                           jit_results(shared,
+                                       leaf_arrays({d.params, state, Tree(d.x), Tree(d.y),
+                                                    Tree(d.idx), Tree(d.mask), Tree(d.weights)}),
+                                       1)));
+  MapReduceForm form = expect_composes(own, own_args, "round on client data");
+  EXPECT_EQ(form.stages[0].client_data.size(), 4u);  // x, y, mask, weights rows
+  expect_error_with(
+      [&] {
+        trace(optim::fedavg_round_on_client_data(spec), d.params, state,
+              Array(f32, {d.cohort, rows - 1, 4}), y, d.mask, d.weights);
+      },
+      "x must be floating [5, 12, ...]");
+
+  spec.dp = optim::DpSpec{};
+  spec.dp->noise_multiplier = 0.8;
+  spec.dp->expected_cohort = 5;
+  const Tree dp_state = optim::dp_round_state(state, 1.5, random::key(3), f32);
+  const Program dp =
+      trace(optim::fedavg_round(spec), d.params, dp_state, d.x, d.y, d.idx, d.mask, d.weights);
+  expect_composes(dp,
+                  leaf_arrays({d.params, dp_state, Tree(d.x), Tree(d.y), Tree(d.idx), Tree(d.mask),
+                               Tree(d.weights)}),
+                  "DP-FedAvg");
+}
+
 TEST(MapReduceForm, FederatedEvaluationComposesBitwise) {
   RoundData d;
   const Program p = trace(optim::evaluate_fn(d.cohort), d.params, d.x, d.y, d.idx, d.mask);

@@ -115,6 +115,15 @@ struct RoundSpec {
 using RoundFn = Function<Tree(Tree, Tree, Value, Value, Value, Value, Value)>;
 RoundFn fedavg_round(const RoundSpec& spec);
 
+// The same round with the clients holding their examples, as a federated runtime or a batch
+// system runs it (each client's rows where they live):
+//   (params, state, x [cohort, steps * batch, ...] @clients, y integer [cohort, steps * batch]
+//    @clients, mask [cohort, steps, batch] @clients, weights [cohort] @clients) -> as above.
+// Client k's x rows are x_all[idx[k]] flattened over (step, example), which fedavg_round
+// gathers itself: the two give the same results bitwise.
+using ClientDataRoundFn = Function<Tree(Tree, Tree, Value, Value, Value, Value)>;
+ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec);
+
 // Evaluation over shards (placement "clients", one shard per slot):
 //   (params, x_all, y_all, idx i32[shards, steps, batch] @clients, mask @clients)
 //   -> dict {"loss": [] mean cross-entropy over real examples, "accuracy": []}

@@ -73,24 +73,24 @@ Tree step_range(const Tree& t, int64_t lo, int64_t hi) {
       t);
 }
 
-// One client's local training on its [steps, batch] grid; returns its params and the sum and
-// count of its per-example training losses.
+// One client's local training on its [steps, batch] grid of examples (x_rows and y_rows hold
+// the grid's examples, step by step); returns its params and the sum and count of its
+// per-example training losses.
 struct LocalResult {
   Tree params;
   Value loss_sum, count;
 };
-LocalResult local_train(const GradientTransformation& opt, int64_t full_steps, const Tree& start,
-                        const Value& xs, const Value& ys, const Value& idx, const Value& mask) {
+LocalResult local_train_rows(const GradientTransformation& opt, int64_t full_steps,
+                             const Tree& start, const Value& x_rows, const Value& y_rows,
+                             const Value& mask) {
   auto step_grad = value_and_grad(batch_loss);
   Value zero = fill({}, 0.0, mask.dtype());
-  // One gather per client for all its steps: fewer passes over the (large, shared) dataset.
-  const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
-  Value flat_idx = reshape(idx, {steps * batch});
-  Shape x_shape = xs.shape();
+  const int64_t steps = mask.shape()[0], batch = mask.shape()[1];
+  Shape x_shape = x_rows.shape();
   x_shape[0] = batch;
   x_shape.insert(x_shape.begin(), steps);
-  Tree per_step = Tree::list({Tree(reshape(take(xs, flat_idx, 0), x_shape)),
-                              Tree(reshape(take(ys, flat_idx, 0), {steps, batch})), Tree(mask)});
+  Tree per_step = Tree::list(
+      {Tree(reshape(x_rows, x_shape)), Tree(reshape(y_rows, {steps, batch})), Tree(mask)});
   auto update = [&](const Tree& o) {
     Tree pv = o[0]["p"];
     const Value& mask_b = o[3].value();
@@ -129,6 +129,16 @@ LocalResult local_train(const GradientTransformation& opt, int64_t full_steps, c
   if (full_steps < steps)
     carry = scan(local_steps(true), carry, step_range(per_step, full_steps, steps)).first;
   return {carry["p"], carry["loss_sum"].value(), carry["count"].value()};
+}
+
+// The same, gathering the client's examples from the (large, shared) dataset first: one gather
+// per client for all its steps.
+LocalResult local_train(const GradientTransformation& opt, int64_t full_steps, const Tree& start,
+                        const Value& xs, const Value& ys, const Value& idx, const Value& mask) {
+  const int64_t steps = idx.shape()[0], batch = idx.shape()[1];
+  Value flat_idx = reshape(idx, {steps * batch});
+  return local_train_rows(opt, full_steps, start, take(xs, flat_idx, 0), take(ys, flat_idx, 0),
+                          mask);
 }
 
 // Divides by the total weight, guarded so that an empty cohort gives 0, not NaN.
@@ -218,82 +228,134 @@ Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DTy
        {"server", server_state}});
 }
 
+namespace {
+
+// The round once its inputs are checked: `data` is what each client trains on, a list of
+// placed leaves: [x_all, y_all, idx] (the shared dataset, broadcast, and the client's example
+// ids) or [x rows, y rows] (the client's own examples).
+Tree round_core(const RoundSpec& spec, const Tree& params, const Tree& state, const Tree& data,
+                const Value& mask, const Value& weights) {
+  DType dt;
+  Tree p = param_values(params, "fedavg_round", &dt);
+  const Type& wt = weights.type();
+  if (wt.shape != Shape{spec.cohort} || wt.placement != "clients" || !is_floating(wt.dtype))
+    throw Error("fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
+                "] placed at clients, got " + wt.str());
+  const GradientTransformation client_opt = spec.client.transformation();
+  const int64_t full_steps = spec.full_steps;
+  const bool dp = spec.dp.has_value();
+  if (dp &&
+      (state.kind() != Tree::Kind::dict || !state.contains("dp") || !state.contains("server")))
+    throw Error(
+        "fedavg_round: with DP the state must be {\"dp\": {\"clip\", \"key\"}, "
+        "\"server\": ...} (optim::dp_round_state), got " +
+        state.structure());
+  Tree server_state = dp ? state["server"] : state;
+  // The clients read the clip only under DP (an empty tree otherwise: no operand).
+  Tree client_clip = dp ? Tree(broadcast(tree_values(state["dp"])["clip"].value())) : Tree();
+  Tree per_client = map_fn(
+      [client_opt, dt, full_steps, dp](Tree p0, Tree data_k, Value mask_k, Value w_k,
+                                       Tree clip_k) -> Tree {
+        Value w = astype(w_k, dt);
+        const Value m = astype(mask_k, dt);
+        LocalResult r = data_k.size() == 3
+                            ? local_train(client_opt, full_steps, p0, data_k[0].value(),
+                                          data_k[1].value(), data_k[2].value(), m)
+                            : local_train_rows(client_opt, full_steps, p0,
+                                               astype(data_k[0].value(), dt), data_k[1].value(), m);
+        std::vector<std::pair<std::string, Tree>> out = {
+            {"loss", Tree(w * (r.loss_sum / maximum(r.count, 1.0)))}, {"weight", Tree(w)}};
+        if (!dp) {
+          out.emplace_back(
+              "delta", tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
+                                r.params, p0));
+          return Tree::dict(std::move(out));
+        }
+        // DP-FedAvg: the participation weight (0 or 1) times the clipped update.
+        const Value clip = clip_k.value();
+        privacy::Clipped c = privacy::clip_by_l2_norm(tree_sub(r.params, p0), clip);
+        out.emplace_back("delta", tree_map([&](const Value& d) { return w * d; }, c.update));
+        out.emplace_back("unclipped", Tree(w * astype(less_equal(c.norm, astype(clip, dt)), dt)));
+        return Tree::dict(std::move(out));
+      },
+      broadcast(p), data, mask, weights, client_clip);
+  Tree sums = reduce_sum(per_client);
+  Value total = sums["weight"];
+  Value loss = safe_div(sums["loss"].value(), total);
+  if (dp) {
+    DpAggregate agg = dp_aggregate(*spec.dp, sums, tree_values(state["dp"]));
+    auto [new_params, new_server] = spec.server.apply(p, agg.delta, server_state);
+    return Tree::dict(
+        {{"loss", loss},
+         {"params", new_params},
+         {"state",
+          Tree::dict({{"dp", Tree::dict({{"clip", Tree(agg.clip)}, {"key", Tree(agg.key)}})},
+                      {"server", new_server}})}});
+  }
+  Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
+  auto [new_params, new_state] = spec.server.apply(p, delta, server_state);
+  // A round without data leaves the server untouched (momentum and Adam moments included).
+  Value has = greater(total, scalar_like(total, 0.0));
+  auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
+  Tree old_state = tree_values(server_state);
+  return Tree::dict({{"loss", loss},
+                     {"params", tree_map(keep, new_params, p)},
+                     {"state", tree_map(keep, new_state, old_state)}});
+}
+
+void check_grid(const RoundSpec& spec, const Value& mask) {
+  const Type& mt = mask.type();
+  if (mt.shape != Shape{spec.cohort, spec.steps, spec.batch} || mt.placement != "clients" ||
+      mt.dtype == DType::bool_)
+    throw Error("fedavg_round: mask must be numeric [" + std::to_string(spec.cohort) + ", " +
+                std::to_string(spec.steps) + ", " + std::to_string(spec.batch) +
+                "] (cohort, the RoundSpec's steps and batch) placed at clients, got " + mt.str());
+}
+
+}  // namespace
+
 RoundFn fedavg_round(const RoundSpec& spec) {
   check_sgd(spec);
   check_dp(spec);
   auto round = [spec](Tree params, Tree state, Value x_all, Value y_all, Value idx, Value mask,
                       Value weights) -> Tree {
     DType dt;
-    Tree p = param_values(params, "fedavg_round", &dt);
+    param_values(params, "fedavg_round", &dt);
     auto [steps, batch] = check_data("fedavg_round", spec.cohort, x_all, y_all, idx, mask);
     if (steps != spec.steps || batch != spec.batch)
       throw Error("fedavg_round: idx " + idx.type().str() +
                   " does not match the RoundSpec's steps " + std::to_string(spec.steps) +
                   " and batch " + std::to_string(spec.batch));
-    const Type& wt = weights.type();
-    if (wt.shape != Shape{spec.cohort} || wt.placement != "clients" || !is_floating(wt.dtype))
-      throw Error("fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
-                  "] placed at clients, got " + wt.str());
-    const GradientTransformation client_opt = spec.client.transformation();
-    const int64_t full_steps = spec.full_steps;
-    const bool dp = spec.dp.has_value();
-    if (dp &&
-        (state.kind() != Tree::Kind::dict || !state.contains("dp") || !state.contains("server")))
-      throw Error(
-          "fedavg_round: with DP the state must be {\"dp\": {\"clip\", \"key\"}, "
-          "\"server\": ...} (optim::dp_round_state), got " +
-          state.structure());
-    Tree server_state = dp ? state["server"] : state;
-    // The clients read the clip only under DP (an empty tree otherwise: no operand).
-    Tree client_clip = dp ? Tree(broadcast(tree_values(state["dp"])["clip"].value())) : Tree();
-    Tree per_client = map_fn(
-        [client_opt, dt, full_steps, dp](Tree p0, Value xs, Value ys, Value idx_k, Value mask_k,
-                                         Value w_k, Tree clip_k) -> Tree {
-          Value w = astype(w_k, dt);
-          LocalResult r =
-              local_train(client_opt, full_steps, p0, xs, ys, idx_k, astype(mask_k, dt));
-          std::vector<std::pair<std::string, Tree>> out = {
-              {"loss", Tree(w * (r.loss_sum / maximum(r.count, 1.0)))}, {"weight", Tree(w)}};
-          if (!dp) {
-            out.emplace_back(
-                "delta", tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
-                                  r.params, p0));
-            return Tree::dict(std::move(out));
-          }
-          // DP-FedAvg: the participation weight (0 or 1) times the clipped update.
-          const Value clip = clip_k.value();
-          privacy::Clipped c = privacy::clip_by_l2_norm(tree_sub(r.params, p0), clip);
-          out.emplace_back("delta", tree_map([&](const Value& d) { return w * d; }, c.update));
-          out.emplace_back("unclipped", Tree(w * astype(less_equal(c.norm, astype(clip, dt)), dt)));
-          return Tree::dict(std::move(out));
-        },
-        broadcast(p), broadcast(astype(x_all, dt)), broadcast(y_all), idx, mask, weights,
-        client_clip);
-    Tree sums = reduce_sum(per_client);
-    Value total = sums["weight"];
-    Value loss = safe_div(sums["loss"].value(), total);
-    if (dp) {
-      DpAggregate agg = dp_aggregate(*spec.dp, sums, tree_values(state["dp"]));
-      auto [new_params, new_server] = spec.server.apply(p, agg.delta, server_state);
-      return Tree::dict(
-          {{"loss", loss},
-           {"params", new_params},
-           {"state",
-            Tree::dict({{"dp", Tree::dict({{"clip", Tree(agg.clip)}, {"key", Tree(agg.key)}})},
-                        {"server", new_server}})}});
-    }
-    Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
-    auto [new_params, new_state] = spec.server.apply(p, delta, server_state);
-    // A round without data leaves the server untouched (momentum and Adam moments included).
-    Value has = greater(total, scalar_like(total, 0.0));
-    auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
-    Tree old_state = tree_values(server_state);
-    return Tree::dict({{"loss", loss},
-                       {"params", tree_map(keep, new_params, p)},
-                       {"state", tree_map(keep, new_state, old_state)}});
+    Tree data = Tree::list({Tree(broadcast(astype(x_all, dt))), Tree(broadcast(y_all)), Tree(idx)});
+    return round_core(spec, params, state, data, mask, weights);
   };
   return program({{"clients", spec.cohort}}, round,
                  {"", "", "", "", "clients", "clients", "clients"});
+}
+
+ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec) {
+  check_sgd(spec);
+  check_dp(spec);
+  auto round = [spec](Tree params, Tree state, Value x, Value y, Value mask,
+                      Value weights) -> Tree {
+    check_grid(spec, mask);
+    const int64_t rows = spec.steps * spec.batch;
+    const Type& xt = x.type();
+    const Type& yt = y.type();
+    if (xt.ndim() < 2 || xt.shape[0] != spec.cohort || xt.shape[1] != rows ||
+        xt.placement != "clients" || !is_floating(xt.dtype))
+      throw Error("fedavg_round_on_client_data: x must be floating [" +
+                  std::to_string(spec.cohort) + ", " + std::to_string(rows) +
+                  ", ...] (each client's steps * batch examples) placed at clients, got " +
+                  xt.str());
+    if (yt.shape != Shape{spec.cohort, rows} || yt.placement != "clients" || !is_integer(yt.dtype))
+      throw Error("fedavg_round_on_client_data: y must be integer labels [" +
+                  std::to_string(spec.cohort) + ", " + std::to_string(rows) +
+                  "] placed at clients, got " + yt.str());
+    return round_core(spec, params, state, Tree::list({Tree(x), Tree(y)}), mask, weights);
+  };
+  return program({{"clients", spec.cohort}}, round,
+                 {"", "", "clients", "clients", "clients", "clients"});
 }
 
 EvalFn evaluate_fn(int64_t shards) {

@@ -101,6 +101,7 @@ Options parse_options(const std::vector<std::string>& args) {
   const std::map<std::string, Setter> valued = {
       {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
       {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
+      {"--export-rounds", [&](auto&, auto& v) { o.export_rounds = v; }},
       {"--max-examples", [&](auto& f, auto& v) { o.max_examples = parse_int(f, v, 0, INT64_MAX); }},
       {"--rounds", [&](auto& f, auto& v) { o.rounds = parse_int(f, v, 1, 100000000); }},
       {"--clients", [&](auto& f, auto& v) { o.clients = parse_int(f, v, 1, 10000000); }},
@@ -368,6 +369,10 @@ const char* details_text() {
           "  --overwrite             start over in an --out that holds an earlier run's\n"
           "                          checkpoint (without it, or --resume, that is an error)\n"
           "  --max-seconds T         stop cleanly after about T seconds, with a checkpoint\n"
+          "  --export-rounds DIR     also write each round as a batch job in DIR/round-N: the\n"
+          "                          split parts of the round over the clients' own data,\n"
+          "                          the server's inputs, each client's data and the round's\n"
+          "                          results (examples/batch_fedavg.sh runs them)\n"
           "execution:\n"
           "  --devices N             CPU devices along the 'clients' mesh axis (default "
        << d.devices << ")\n"

@@ -49,6 +49,8 @@ struct Options {
   bool resume = false;
   bool overwrite = false;  // start over in an --out that holds an earlier run
   double max_seconds = 0;  // 0: no time budget
+  // Each round also as a batch job: its split parts, server inputs, client data and results.
+  std::string export_rounds;  // "" = off
   // Execution.
   int64_t devices = 1;
   int64_t threads = 0;  // 0: drx's default

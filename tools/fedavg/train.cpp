@@ -26,6 +26,7 @@
 #include "drx/random/random.h"
 #include "tools/fedavg/atomic_file.h"
 #include "tools/fedavg/checkpoint.h"
+#include "tools/fedavg/export_round.h"
 #include "tools/fedavg/metrics.h"
 #include "tools/fedavg/progress.h"
 
@@ -338,7 +339,9 @@ int64_t most_local_steps(const Options& o, const data::Partition& partition) {
 class RoundTrainer {
  public:
   RoundTrainer(const Options& o, const optim::ServerOptimizer& server, const Inputs& in)
-      : o_(o), server_(server), in_(in), most_steps_(most_local_steps(o, in.partition)) {}
+      : o_(o), server_(server), in_(in), most_steps_(most_local_steps(o, in.partition)) {
+    if (!o.export_rounds.empty()) exporter_.emplace(o.export_rounds);
+  }
 
   // Trains round s.round + 1 of s; returns the cohort's training loss.
   double train(TrainState& s) {
@@ -366,8 +369,12 @@ class RoundTrainer {
         if (k >= real) std::fill_n(b.mask.data<float>() + k * per_client, per_client, 0.0f);
       }
     }
-    Tree result = program(bo.steps, b.mask)(s.params, s.state, in_.train.images, in_.train.labels,
-                                            b.idx, b.mask, weights);
+    const std::pair<int64_t, int64_t> key = round_key(bo.steps, b.mask);
+    Tree result =
+        program(key)(s.params, s.state, in_.train.images, in_.train.labels, b.idx, b.mask, weights);
+    if (exporter_)
+      exporter_->write(s.round + 1, round_spec(key.first, key.second), s.params, s.state, in_.train,
+                       b.idx, b.mask, weights, result);
     s.params = result["params"];
     s.state = result["state"];
     ++s.round;
@@ -392,11 +399,15 @@ class RoundTrainer {
     return bo;
   }
 
-  RoundJit& program(int64_t steps, const Array& mask) {
-    // Steps every client has an example in skip no check. Worth a program of its own only when
-    // they are most of the steps (else the skipped steps dominate); bucketed, so few compile.
+  // The round program's (steps, full steps): steps every client has an example in skip no
+  // check. Worth a program of its own only when they are most of the steps (else the skipped
+  // steps dominate); bucketed, so few compile.
+  static std::pair<int64_t, int64_t> round_key(int64_t steps, const Array& mask) {
     const int64_t full = full_steps(mask);
-    const std::pair<int64_t, int64_t> key(steps, 2 * full >= steps ? bucket_down(full) : 0);
+    return {steps, 2 * full >= steps ? bucket_down(full) : 0};
+  }
+
+  RoundJit& program(const std::pair<int64_t, int64_t>& key) {
     auto fn = programs_.find(key);
     if (fn == programs_.end())
       fn =
@@ -421,6 +432,7 @@ class RoundTrainer {
   const Inputs& in_;
   const int64_t most_steps_;
   std::map<std::pair<int64_t, int64_t>, RoundJit> programs_;
+  std::optional<RoundExporter> exporter_;
 };
 
 struct TestResult {

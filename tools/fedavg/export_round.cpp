@@ -1,0 +1,78 @@
+#include "tools/fedavg/export_round.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "drx/data/atomic_write.h"
+#include "drx/data/npy.h"
+#include "drx/drx.h"
+#include "drx/ops/primitives.h"
+#include "tools/commands/mapreduce_plan.h"
+
+namespace drx::tool::fedavg {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<Array> leaves(const Tree& t) {
+  std::vector<Array> out;
+  for (const Tree& l : tree_leaves(t)) out.push_back(l.array());
+  return out;
+}
+
+Array row(const Array& a, int64_t i) {
+  return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
+                                Params{{"axis", int64_t{0}}})[0];
+}
+
+}  // namespace
+
+void RoundExporter::write(int64_t round, const optim::RoundSpec& spec, const Tree& params,
+                          const Tree& state, const data::Dataset& train, const Array& idx,
+                          const Array& mask, const Array& weights, const Tree& result) {
+  const fs::path dir = fs::path(dir_) / ("round-" + std::to_string(round));
+  // Each client's examples, gathered in the order fedavg_round visits them.
+  const int64_t cohort = idx.shape()[0], rows = idx.shape()[1] * idx.shape()[2];
+  const Array flat = prims::reshape().evaluate({idx}, Params{{"shape", Shape{cohort * rows}}})[0];
+  Shape x_shape = train.images.shape();
+  x_shape[0] = rows;
+  x_shape.insert(x_shape.begin(), cohort);
+  const Array x = prims::reshape().evaluate(
+      {prims::take().evaluate({train.images, flat}, Params{{"axis", int64_t{0}}})[0]},
+      Params{{"shape", x_shape}})[0];
+  const Array y = prims::reshape().evaluate(
+      {prims::take().evaluate({train.labels, flat}, Params{{"axis", int64_t{0}}})[0]},
+      Params{{"shape", Shape{cohort, rows}}})[0];
+  const Program p =
+      trace(optim::fedavg_round_on_client_data(spec), params, state, x, y, mask, weights);
+  const MapReduceForm form = mapreduce_form(p);
+  write_mapreduce_plan(form, (dir / "parts").string(), false);
+
+  std::vector<Array> inputs = leaves(params);
+  for (const Array& a : leaves(state)) inputs.push_back(a);
+  const size_t server_inputs = inputs.size();
+  for (const Array& a : {x, y, mask, weights}) inputs.push_back(a);
+  fs::create_directories(dir / "server");
+  for (size_t k = 0; k < server_inputs; ++k)
+    save_npy((dir / "server" / (form.inputs[k] + ".npy")).string(), inputs[k]);
+  for (int64_t i = 0; i < cohort; ++i) {
+    const fs::path mine = dir / "clients" / std::to_string(i);
+    fs::create_directories(mine);
+    save_npy((mine / "client_index.npy").string(), full({}, static_cast<double>(i), DType::i32));
+    for (const auto& [name, k] : form.client_data)
+      save_npy((mine / (name + ".npy")).string(), row(inputs[k], i));
+  }
+  const std::vector<Array> outputs = leaves(result);  // loss, params, state (dict order)
+  fs::create_directories(dir / "expected");
+  for (size_t k = 0; k < outputs.size(); ++k)
+    save_npy((dir / "expected" / (form.outputs[k] + ".npy")).string(), outputs[k]);
+  // The round's results after the loss are the next round's params and state.
+  std::string carry;
+  if (!previous_outputs_.empty())
+    for (size_t k = 0; k < server_inputs; ++k)
+      carry += previous_outputs_.at(k + 1) + " " + form.inputs[k] + "\n";
+  data::write_file_atomically((dir / "carry").string(), {carry}, "fedavg --export-rounds");
+  previous_outputs_ = form.outputs;
+}
+
+}  // namespace drx::tool::fedavg
