@@ -201,6 +201,9 @@ TEST(MapReduceForm, HypergradientIsARoundThenAnEvaluation) {
   ASSERT_EQ(form.stages.size(), 2u);
   // Stage 1 evaluates the new params on every client: what stage 0's update
   // computes is what stage 1's prepare broadcasts.
+  // The round's reduce_sum / clients is a mean aggregation.
+  ASSERT_EQ(form.stages[0].aggregations.size(), 1u);
+  EXPECT_EQ(form.stages[0].aggregations[0].kind, Aggregation::mean);
   const Stage& eval = form.stages[1];
   EXPECT_EQ(eval.client_data.size(), 2u);
   EXPECT_EQ(eval.aggregations.size(), 2u);

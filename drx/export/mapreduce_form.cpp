@@ -19,6 +19,7 @@
 
 #include "drx/array/error.h"
 #include "drx/core/primitive.h"
+#include "drx/core/registry.h"
 #include "drx/mapreduce/primitives.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/simplify.h"
@@ -189,6 +190,11 @@ struct Analysis {
   std::vector<int> stage;     // placed vars (-1: needs no server value)
   std::vector<bool> is_input;
   int stages = 0;
+  // reduce_sum(x) / n over the n clients, found as a mean: per reduce_sum
+  // equation, its division's equation (-1: none); per equation, whether it
+  // is such a division (the aggregation computes it).
+  std::vector<int> mean_division;
+  std::vector<bool> is_mean_division;
 
   explicit Analysis(const Program& program) : p(program) {}
 
@@ -303,6 +309,38 @@ void analyse(Analysis& a) {
   if (a.stages == 0)
     throw Error("mapreduce_form: program @" + p.name +
                 " never aggregates over its clients, so there is no communication to split");
+}
+
+// A mean aggregation where the program divides a reduce_sum, read by nothing
+// else, by a constant that is the number of clients everywhere.
+void find_means(Analysis& a) {
+  const Program& p = a.p;
+  a.mean_division.assign(p.eqns.size(), -1);
+  a.is_mean_division.assign(p.eqns.size(), false);
+  std::vector<int> uses(p.var_types.size(), 0), user(p.var_types.size(), -1);
+  for (size_t i = 0; i < p.eqns.size(); ++i)
+    for (int v : p.eqns[i].ins) {
+      ++uses[static_cast<size_t>(v)];
+      user[static_cast<size_t>(v)] = static_cast<int>(i);
+    }
+  for (int v : p.outputs) uses[static_cast<size_t>(v)] += 2;
+  const Primitive* div = find_primitive("div");
+  for (size_t i = 0; i < p.eqns.size(); ++i) {
+    const Eqn& e = p.eqns[i];
+    if (e.prim != &prims::reduce_sum() || uses[static_cast<size_t>(e.outs[0])] != 1) continue;
+    const int j = user[static_cast<size_t>(e.outs[0])];
+    const Eqn& d = p.eqns[static_cast<size_t>(j)];
+    if (d.prim != div || d.ins[0] != e.outs[0] || d.ins[1] == e.outs[0] ||
+        !a.rematerializable(d.ins[1]) || a.eqn_of(d.ins[1])->prim != &prims::constant())
+      continue;
+    const Array& n = a.eqn_of(d.ins[1])->params.get_array("value", "constant");
+    bool all_n = n.shape() == p.type_of(e.outs[0]).shape;
+    for (int64_t k = 0; k < n.size() && all_n; ++k)
+      all_n = n.element_as_double(k) == static_cast<double>(a.clients);
+    if (!all_n) continue;
+    a.mean_division[i] = j;
+    a.is_mean_division[static_cast<size_t>(j)] = true;
+  }
 }
 
 // ---- building the parts --------------------------------------------------------
@@ -503,7 +541,7 @@ std::vector<int> server_parts(const Analysis& a,
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Eqn& e = p.eqns[i];
     if (e.outs.empty() || a.role[static_cast<size_t>(e.outs[0])] != Role::server ||
-        is_reduction(e.prim) || a.rematerializable(e.outs[0]))
+        is_reduction(e.prim) || a.rematerializable(e.outs[0]) || a.is_mean_division[i])
       continue;
     const int l = a.level[static_cast<size_t>(e.outs[0])];
     bool prepare = l == 0;
@@ -523,6 +561,7 @@ MapReduceForm mapreduce_form(const Program& program) {
   const Program p = simplify(program);
   Analysis a(p);
   analyse(a);
+  find_means(a);
   MapReduceForm form;
   form.placement = a.placement;
   form.clients = a.clients;
@@ -556,12 +595,15 @@ MapReduceForm mapreduce_form(const Program& program) {
     for (int v : state) exports[static_cast<size_t>(a.stage[static_cast<size_t>(v)])].insert(v);
     PartBuilder b(a, true, "stage" + std::to_string(t) + "_client_work");
     ClientWork work(a, b, stage, state);
-    for (const Eqn& e : p.eqns) {
+    for (size_t i = 0; i < p.eqns.size(); ++i) {
+      const Eqn& e = p.eqns[i];
       if (!is_reduction(e.prim) || std::max(a.stage[static_cast<size_t>(e.ins[0])], 0) != t)
         continue;
       b.output(client_name(e.ins[0]), work.row(e.ins[0]));
+      const int mean = a.mean_division[i];
       stage.aggregations.push_back(
-          {client_name(e.ins[0]), reduction_kind(e.prim), "", server_name(e.outs[0])});
+          {client_name(e.ins[0]), mean >= 0 ? Aggregation::mean : reduction_kind(e.prim), "",
+           server_name(mean >= 0 ? p.eqns[static_cast<size_t>(mean)].outs[0] : e.outs[0])});
     }
     for (int v : exports[static_cast<size_t>(t)]) {
       b.output(client_name(v), work.row(v));
