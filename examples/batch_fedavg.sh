@@ -10,7 +10,10 @@
 # feeding each round's params and state into the next, and checks that every round's results
 # are bitwise those of drx fedavg in process.
 #
-#   examples/batch_fedavg.sh [WORK_DIR]       (env: DRX=path/to/drx, ROUNDS, JOBS, DATA)
+#   examples/batch_fedavg.sh [WORK_DIR]
+# Environment: DRX (the drx program), ROUNDS (3), JOBS (client processes at a time, 2), DATA
+# (the Fashion-MNIST folder), FEDAVG_FLAGS (drx fedavg's population and model; a small run by
+# default: FEDAVG_FLAGS= gives drx fedavg's own defaults).
 set -euo pipefail
 
 DRX=${DRX:-drx}
@@ -29,6 +32,8 @@ run_part() {
   local parts=$1 base=$2 out=$3
   shift 3
   local args=() name dir file
+  # Client work runs as map_fn bodies do inside a program (BLAS on one thread): the same bits.
+  [[ "$base" == *.client_work ]] && args+=(--client)
   while read -r name; do
     file=""
     for dir in "$@"; do
@@ -45,8 +50,9 @@ export -f run_part
 export DRX
 
 rm -rf "$WORK/fedavg" "$WORK/rounds" "$WORK/batch"
-"$DRX" fedavg "${DATA_FLAG[@]}" --rounds "$ROUNDS" --clients 20 --cohort 4 --max-examples 3000 \
-  --hidden 32 --local-steps 4 --quiet --out "$WORK/fedavg" --export-rounds "$WORK/rounds"
+read -r -a FLAGS <<< "${FEDAVG_FLAGS---clients 20 --cohort 4 --max-examples 3000 --hidden 32 --local-steps 4}"
+"$DRX" fedavg "${DATA_FLAG[@]}" "${FLAGS[@]}" --rounds "$ROUNDS" --quiet --out "$WORK/fedavg" \
+  --export-rounds "$WORK/rounds"
 
 previous=""
 for ((r = 1; r <= ROUNDS; r++)); do

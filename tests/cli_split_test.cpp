@@ -9,6 +9,7 @@
 #include <map>
 
 #include "drx/drx.h"
+#include "drx/exec/blas_threads.h"
 #include "examples/fed_hypergradient_lib.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
@@ -48,6 +49,7 @@ struct Scratch {
 void run_part(const fs::path& parts, const std::string& base, const std::vector<fs::path>& from,
               const fs::path& to) {
   std::vector<std::string> args = {"run", (parts / (base + ".drx")).string()};
+  if (base.ends_with(".client_work")) args.push_back("--client");
   for (const std::string& name : read_lines(parts / (base + ".inputs"))) {
     fs::path file;
     for (const fs::path& d : from)
@@ -145,6 +147,7 @@ TEST(CliSplit, PartsRunAsSeparateCommandsGiveJitsResultsBitwise) {
           break;
         }
     }
+    exec::SingleThreadedBlas one_blas_thread;  // as drx run --client
     const std::vector<Array> got = jit_results_of(from_stablehlo(text), inputs);
     const std::vector<std::string> outs = read_lines(s.parts / (base + ".outputs"));
     ASSERT_EQ(got.size(), outs.size());

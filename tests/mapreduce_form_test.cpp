@@ -55,11 +55,13 @@ std::vector<Array> leaf_arrays(const std::vector<Tree>& trees) {
 
 // A small classification task for the FedAvg rounds of drx/optim.
 struct RoundData {
-  int64_t cohort = 5, steps = 3, batch = 4, examples = 40;
-  Tree params = nn::mlp_init({4, 6, 3}, 2, nn::Init::glorot_uniform, f32);
+  int64_t cohort = 5, steps = 3, batch = 16, examples = 60;
+  // Sizes where multithreaded BLAS rounds differently from one thread (the
+  // client work must run as map_fn bodies do).
+  Tree params = nn::mlp_init({40, 96, 3}, 2, nn::Init::glorot_uniform, f32);
   Array x, y, idx, mask, weights;
   RoundData() {
-    x = random_array({examples, 4}, f32, 11);
+    x = random_array({examples, 40}, f32, 11);
     std::vector<int32_t> labels, ids;
     for (int64_t i = 0; i < examples; ++i) labels.push_back(static_cast<int32_t>((i * 7) % 3));
     for (int64_t i = 0; i < cohort * steps * batch; ++i)
@@ -115,11 +117,11 @@ TEST(MapReduceForm, RoundsOnClientDataAndDpFedAvgComposeBitwise) {
   spec.batch = d.batch;
   const Tree state = spec.server.init(d.params);
   const int64_t rows = d.steps * d.batch;
-  Array x(f32, {d.cohort, rows, 4});
+  Array x(f32, {d.cohort, rows, 40});
   Array y(DType::i32, {d.cohort, rows});
   for (int64_t k = 0; k < d.cohort * rows; ++k) {
     const int32_t id = d.idx.data<int32_t>()[k];
-    for (int64_t j = 0; j < 4; ++j) x.data<float>()[k * 4 + j] = d.x.data<float>()[id * 4 + j];
+    for (int64_t j = 0; j < 40; ++j) x.data<float>()[k * 40 + j] = d.x.data<float>()[id * 40 + j];
     y.data<int32_t>()[k] = d.y.data<int32_t>()[id];
   }
   const Program shared =
@@ -138,9 +140,9 @@ TEST(MapReduceForm, RoundsOnClientDataAndDpFedAvgComposeBitwise) {
   expect_error_with(
       [&] {
         trace(optim::fedavg_round_on_client_data(spec), d.params, state,
-              Array(f32, {d.cohort, rows - 1, 4}), y, d.mask, d.weights);
+              Array(f32, {d.cohort, rows - 1, 40}), y, d.mask, d.weights);
       },
-      "x must be floating [5, 12, ...]");
+      "x must be floating [5, 48, ...]");
 
   spec.dp = optim::DpSpec{};
   spec.dp->noise_multiplier = 0.8;

@@ -20,7 +20,7 @@ const std::vector<Command>& commands() {
        "program, then runs it compiled on built-in arrays and prints the "
        "result.\n",
        demo_command},
-      {"run", "FILE [--arg VALUES|X.npy]... [--out Y.npy]... [--interpret] [--print]",
+      {"run", "FILE [--arg VALUES|X.npy]... [--out Y.npy]... [--client] [--interpret] [--print]",
        "run a program saved as text, or a StableHLO module",
        "Parses and verifies the program in FILE ('-' reads standard input), runs it on\n"
        "one --arg per input and prints each output. A FILE ending in .mlir is a\n"
@@ -38,6 +38,10 @@ const std::vector<Command>& commands() {
        "                compiled, bitwise as drx::jit runs it (the two can differ in\n"
        "                the last bits of dot_general, whose BLAS sums reassociate)\n"
        "  --print       print the program first\n"
+       "  --client      run as one client's work: as map_fn bodies run inside a program\n"
+       "                (BLAS calls on one thread each, which can round differently from\n"
+       "                multithreaded BLAS), so a stageN.client_work.drx of drx split\n"
+       "                gives bitwise what the whole program gives that client\n"
        "\n"
        "  drx run prog.drx --arg 1,2,3,4 --arg 0.5\n"
        "  drx run prog.drx --arg x.npy --arg w.npy --out y.npy\n"

@@ -92,12 +92,6 @@ int append1(Program& q, const Primitive& prim, Params params, std::vector<int> i
   return append(q, prim, std::move(params), std::move(ins)).at(0);
 }
 
-// Row i of a constant array, as an array.
-Array row_of(const Array& a, int64_t i) {
-  return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
-                                Params{{"axis", int64_t{0}}})[0];
-}
-
 // ---- per-client forms of top-level equations on placed values ----------------
 
 // Candidate parameters for e's primitive on one client's rows: the same, or
@@ -461,10 +455,10 @@ class ClientWork {
                                              Params{{"dtype", t.dtype}}, {client_index()});
       if (src.prim == &prims::constant()) {
         const Array& value = src.params.get_array("value", "constant");
-        const Array first = row_of(value, 0);
+        const Array first = client_row(value, 0);
         bool uniform = true;
         for (int64_t i = 1; i < t.shape[0] && uniform; ++i)
-          uniform = row_of(value, i).bitwise_equal(first);
+          uniform = client_row(value, i).bitwise_equal(first);
         if (uniform)
           return b_.local[out] =
                      append1(b_.part.program, prims::constant(), Params{{"value", first}}, {});
@@ -556,6 +550,11 @@ std::vector<int> server_parts(const Analysis& a,
 }
 
 }  // namespace
+
+Array client_row(const Array& a, int64_t i) {
+  return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
+                                Params{{"axis", int64_t{0}}})[0];
+}
 
 MapReduceForm mapreduce_form(const Program& program) {
   const Program p = simplify(program);

@@ -103,6 +103,10 @@ class StreamingAggregate {
   StreamingReduce main_, weights_;
 };
 
+// Row i of a: client i's value of an array placed at (or laid out over) the
+// clients.
+Array client_row(const Array& a, int64_t i);
+
 // Runs the form's parts one after another in this process: each server part
 // once, each stage's client work once per client in isolation (compiled on
 // one device), aggregation in the canonical order. Equal, bitwise, to

@@ -6,6 +6,7 @@
 #include "drx/array/half.h"
 #include "drx/core/primitive.h"
 #include "drx/core/reduction.h"
+#include "drx/exec/blas_threads.h"
 #include "drx/exec/executable.h"
 #include "drx/export/mapreduce_form.h"
 #include "drx/ops/primitives.h"
@@ -133,10 +134,6 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
   }
   for (const auto& [name, k] : form.client_data) data[name] = &inputs.at(k);
   std::vector<std::map<std::string, Array>> state(static_cast<size_t>(form.clients));
-  auto take_row = [](const Array& a, int64_t i) {
-    return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
-                                  Params{{"axis", int64_t{0}}})[0];
-  };
   auto run_part = [&](const Part& part, auto&& get) {
     std::vector<Array> args;
     for (const std::string& name : part.inputs) args.push_back(get(name));
@@ -163,12 +160,14 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
         if (name == "client_index")
           args.push_back(full({}, static_cast<double>(i), DType::i32));
         else if (data.count(name))
-          args.push_back(take_row(*data.at(name), i));
+          args.push_back(client_row(*data.at(name), i));
         else if (mine.count(name))
           args.push_back(mine.at(name));
         else
           args.push_back(from_server(name));
       }
+      // As map_fn bodies run inside a program: BLAS on one thread.
+      exec::SingleThreadedBlas one_blas_thread;
       std::vector<Array> outs = work.run(args);
       std::map<std::string, Array> by_name;
       for (size_t k = 0; k < outs.size(); ++k) by_name[stage.client_work.outputs[k]] = outs[k];

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "drx/drx.h"
+#include "drx/exec/blas_threads.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/program_files.h"
@@ -79,6 +80,7 @@ struct RunFlags {
   std::vector<std::string> outs;  // none, or one .npy path per program output
   bool print = false;
   bool interpret = false;
+  bool client = false;  // run as a map_fn body runs in a program: BLAS on one thread
 };
 
 RunFlags parse_run_flags(const Args& args) {
@@ -108,6 +110,8 @@ RunFlags parse_run_flags(const Args& args) {
       flags.print = true;
     } else if (a == "--interpret") {
       flags.interpret = true;
+    } else if (a == "--client") {
+      flags.client = true;
     } else if (a.starts_with("-") && a != "-") {
       throw UsageError("run: unknown flag '" + a + "'");
     } else if (flags.file) {
@@ -194,6 +198,10 @@ int run_command(const Args& args, std::ostream& out, std::ostream&) {
   const std::vector<Array> inputs = parse_inputs(flags, p);
 
   if (flags.print) out << to_string(r.shown);
+  // A client's work runs as map_fn bodies run inside a program, whose BLAS calls take one
+  // thread each (multithreaded BLAS can round differently).
+  std::optional<exec::SingleThreadedBlas> one_blas_thread;
+  if (flags.client) one_blas_thread.emplace();
   std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
   emit_results(flags, outputs, r.module.num_results, out);
   apply_checks(flags, r.module, outputs, out);

@@ -20,11 +20,6 @@ std::vector<Array> leaves(const Tree& t) {
   return out;
 }
 
-Array row(const Array& a, int64_t i) {
-  return prims::take().evaluate({a, full({}, static_cast<double>(i), DType::i32)},
-                                Params{{"axis", int64_t{0}}})[0];
-}
-
 }  // namespace
 
 void RoundExporter::write(int64_t round, const optim::RoundSpec& spec, const Tree& params,
@@ -60,7 +55,7 @@ void RoundExporter::write(int64_t round, const optim::RoundSpec& spec, const Tre
     fs::create_directories(mine);
     save_npy((mine / "client_index.npy").string(), full({}, static_cast<double>(i), DType::i32));
     for (const auto& [name, k] : form.client_data)
-      save_npy((mine / (name + ".npy")).string(), row(inputs[k], i));
+      save_npy((mine / (name + ".npy")).string(), client_row(inputs[k], i));
   }
   const std::vector<Array> outputs = leaves(result);  // loss, params, state (dict order)
   fs::create_directories(dir / "expected");
