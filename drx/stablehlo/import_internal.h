@@ -13,7 +13,7 @@ namespace drx::stablehlo::detail {
 [[noreturn]] void fail(const Operation& op, const std::string& what);
 
 // The drx dtype of a StableHLO element type; throws naming the line for the
-// types drx does not hold (bf16, f16, i8, i16, ui16, ui64).
+// types drx does not hold (complex, f8, i4, ...).
 DType element_dtype(const std::string& element, int line);
 
 // A dense<...> attribute as an Array of `type`.
@@ -22,6 +22,11 @@ Array dense_array(const Attribute& value, const TensorType& type, int line);
 const Attribute& required(const Operation& op, const char* name);
 std::vector<int64_t> int_list(const Operation& op, const char* name);
 int64_t int_value(const Operation& op, const char* name);
+// Field `key` of a #stablehlo.gather<...> or #stablehlo.scatter<...>
+// dimension-numbers attribute as integers (one number or a list); empty when
+// it is absent and `optional`, else an error naming the field.
+std::vector<int64_t> dimension_list(const Attribute& numbers, const char* key, const Operation& op,
+                                    bool optional = false);
 
 // Ops without regions: their results from their operands.
 using Lowering = std::function<Values(const Operation&, const Values&)>;

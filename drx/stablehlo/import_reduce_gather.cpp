@@ -100,9 +100,8 @@ Values import_reduce(const Operation& op, const Values& in, const RegionFn& run)
   return out;
 }
 
-namespace {
-std::vector<int64_t> list_of(const Attribute& numbers, const char* key, const Operation& op,
-                             bool optional = false) {
+std::vector<int64_t> dimension_list(const Attribute& numbers, const char* key, const Operation& op,
+                                    bool optional) {
   for (const auto& [k, v] : numbers.dict)
     if (k == key) {
       std::vector<int64_t> out;
@@ -111,8 +110,10 @@ std::vector<int64_t> list_of(const Attribute& numbers, const char* key, const Op
       return out;
     }
   if (optional) return {};
-  fail(op, std::string("dimension_numbers lacks ") + key);
+  fail(op, std::string("dimension numbers lack ") + key);
 }
+
+namespace {
 // Component c of the index vectors along idx's last axis.
 Value index_component(const Value& idx, int64_t c) {
   std::vector<int64_t> starts(static_cast<size_t>(idx.ndim()), 0);
@@ -136,12 +137,12 @@ bool distinct_below(const std::vector<int64_t>& v, int64_t n) {
 // take of the linearised operand indices (differentiable like take).
 Value import_gather(const Operation& op, const Value& operand, const Value& indices) {
   const Attribute& dn = required(op, "dimension_numbers");
-  const auto offset_dims = list_of(dn, "offset_dims", op);
-  const auto collapsed = list_of(dn, "collapsed_slice_dims", op);
-  const auto operand_batching = list_of(dn, "operand_batching_dims", op, true);
-  const auto indices_batching = list_of(dn, "start_indices_batching_dims", op, true);
-  const auto start_index_map = list_of(dn, "start_index_map", op);
-  const auto index_vector = list_of(dn, "index_vector_dim", op);
+  const auto offset_dims = dimension_list(dn, "offset_dims", op);
+  const auto collapsed = dimension_list(dn, "collapsed_slice_dims", op);
+  const auto operand_batching = dimension_list(dn, "operand_batching_dims", op, true);
+  const auto indices_batching = dimension_list(dn, "start_indices_batching_dims", op, true);
+  const auto start_index_map = dimension_list(dn, "start_index_map", op);
+  const auto index_vector = dimension_list(dn, "index_vector_dim", op);
   const auto slice_sizes = int_list(op, "slice_sizes");
   if (op.result_types.size() != 1) fail(op, "must declare one result type");
   const Shape out_shape = op.result_types[0].shape;

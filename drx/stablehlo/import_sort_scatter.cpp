@@ -243,17 +243,6 @@ std::optional<Combine> update_computation(const Operation& op) {
   return std::nullopt;
 }
 
-std::vector<int64_t> dims_list(const Attribute& numbers, const char* key, const Operation& op) {
-  for (const auto& [k, v] : numbers.dict)
-    if (k == key) {
-      std::vector<int64_t> out;
-      for (const Attribute& e : v.list) out.push_back(e.i);
-      if (v.kind == Attribute::Kind::integer) out.push_back(v.i);
-      return out;
-    }
-  fail(op, std::string("scatter_dimension_numbers lacks ") + key);
-}
-
 Values scatter_op(const Operation& op, const Values& in) {
   if (in.size() != 3)
     fail(op, "with " + std::to_string(in.size()) +
@@ -265,12 +254,12 @@ Values scatter_op(const Operation& op, const Values& in) {
          "adds it)");
   const Value &x = in[0], &indices = in[1], &updates = in[2];
   const Attribute& dn = required(op, "scatter_dimension_numbers");
-  const auto window = dims_list(dn, "update_window_dims", op);
-  const auto inserted = dims_list(dn, "inserted_window_dims", op);
-  const auto input_batching = dims_list(dn, "input_batching_dims", op);
-  const auto indices_batching = dims_list(dn, "scatter_indices_batching_dims", op);
-  const auto to_operand = dims_list(dn, "scatter_dims_to_operand_dims", op);
-  const auto index_vector = dims_list(dn, "index_vector_dim", op);
+  const auto window = dimension_list(dn, "update_window_dims", op);
+  const auto inserted = dimension_list(dn, "inserted_window_dims", op);
+  const auto input_batching = dimension_list(dn, "input_batching_dims", op);
+  const auto indices_batching = dimension_list(dn, "scatter_indices_batching_dims", op);
+  const auto to_operand = dimension_list(dn, "scatter_dims_to_operand_dims", op);
+  const auto index_vector = dimension_list(dn, "index_vector_dim", op);
   const int64_t rank = x.ndim(), irank = indices.ndim(), urank = updates.ndim();
   auto unsupported = [&](const std::string& what) {
     fail(op, "with " + what +
