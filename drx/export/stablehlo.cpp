@@ -21,6 +21,8 @@ struct ModuleState {
 };
 
 // Emits into one block (a function body or a region), `indent` deep.
+Type placed_as(const Program& p, int input);
+
 class BlockEmitter : public StableHloEmitter {
  public:
   BlockEmitter(ModuleState& module, int indent) : m_(module), indent_(indent) {}
@@ -120,6 +122,8 @@ class BlockEmitter : public StableHloEmitter {
     return it->second;
   }
   void set_sharding(const ShardingWriter* s) { sharding_ = s; }
+  // The program of the function whose arguments carry their own shardings.
+  void set_function(const Program* p) { function_ = p; }
 
  private:
   struct Context {
@@ -138,6 +142,11 @@ class BlockEmitter : public StableHloEmitter {
   void after_equation(const Primitive& prim, const Eqn& e, const Program& p,
                       std::vector<std::string>& env) {
     if (!sharding_ || !prim.placement_aware() || prim.reduction()) return;
+    // An argument's placement (see placed_as): the argument is sharded already.
+    if (&p == function_ && e.ins.size() == 1 && e.outs.size() == 1 &&
+        std::find(p.inputs.begin(), p.inputs.end(), e.ins[0]) != p.inputs.end() &&
+        placed_as(p, e.ins[0]) == p.type_of(e.outs[0]))
+      return;
     for (int v : e.outs) {
       const Type& t = p.type_of(v);
       std::optional<std::string> attr = sharding_->value_sharding(t);
@@ -191,6 +200,7 @@ class BlockEmitter : public StableHloEmitter {
   std::vector<Context> contexts_;
   std::map<std::string, Type> types_;
   const ShardingWriter* sharding_ = nullptr;
+  const Program* function_ = nullptr;
 };
 
 std::string types_text(const std::vector<Type>& v) {
@@ -217,6 +227,7 @@ std::string function_text(ModuleState& m, const Program& p, const ShardingWriter
   const int indent = generic ? 6 : 4;
   BlockEmitter body(m, indent);
   body.set_sharding(&sharding);
+  body.set_function(&p);
   std::vector<std::string> args;
   std::vector<Type> in_types, out_types;
   for (int v : p.inputs) {

@@ -208,14 +208,19 @@ void ScanPrim::lower(StableHloEmitter& em, const Params& p) const {
           row = b.emit1("stablehlo.subtract",
                         {b.constant(full({}, static_cast<double>(length - 1), DType::i64)), a[0]},
                         {}, index);
-        const std::string zero = b.constant(full({}, 0.0, DType::i64));
+        // The zero start of the other axes, made when a slice has other axes.
+        std::string zero;
+        auto zero_start = [&] {
+          if (zero.empty()) zero = b.constant(full({}, 0.0, DType::i64));
+          return zero;
+        };
         std::vector<std::string> args(a.begin() + 1, a.begin() + 1 + static_cast<long>(nc + nh));
         for (size_t k = 0; k < nx; ++k) {
           const Type& xt = types[1 + nc + nh + k];
           std::vector<std::string> starts{a[1 + nc + nh + k], row};
           std::vector<int64_t> sizes = xt.shape;
           sizes[0] = 1;
-          for (size_t d = 1; d < xt.shape.size(); ++d) starts.push_back(zero);
+          for (size_t d = 1; d < xt.shape.size(); ++d) starts.push_back(zero_start());
           const std::string slice =
               b.emit1("stablehlo.dynamic_slice", starts, {{"slice_sizes", mlir_i64_array(sizes)}},
                       Type(xt.dtype, sizes));
@@ -236,7 +241,7 @@ void ScanPrim::lower(StableHloEmitter& em, const Params& p) const {
           std::vector<std::string> ins{
               a[1 + nc + nh + nx + k],
               b.emit1("stablehlo.reshape", {r[nh + k]}, {}, Type(yt.dtype, one)), row};
-          for (size_t d = 1; d < yt.shape.size(); ++d) ins.push_back(zero);
+          for (size_t d = 1; d < yt.shape.size(); ++d) ins.push_back(zero_start());
           next.push_back(b.emit1("stablehlo.dynamic_update_slice", ins, {}, yt));
         }
         return next;
