@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LAYERS=(array ir core ops random trace transforms mapreduce stablehlo exec export jit nn privacy optim data)
+LAYERS=(array ir core ops random trace transforms mapreduce stablehlo exec export jit nn privacy optim data dist)
 
 rank() {
   local i

@@ -23,6 +23,8 @@ PACKAGES=(
   mlir-19-tools         # mlir-opt-19: tests check exported StableHLO (generic form) parses
   nlohmann-json3-dev    # plan.json of `drx split` and `drx aggregate`
   python3-distributed   # examples/dask_fedavg.py: client work on a Dask LocalCluster
+  libopenmpi-dev        # drx/dist: programs across processes and hosts over MPI
+  openmpi-bin           # mpirun, for drx/dist and `mpirun -np P drx fedavg`
 )
 # Extra packages may be asked for by the caller (scripts/setup_bench.sh does).
 PACKAGES+=("$@")

@@ -16,6 +16,28 @@
 namespace drx {
 namespace exec {
 
+namespace {
+
+// The reference semantics (Primitive::eval) of a map or reduction over a
+// placement reads every client's rows, but a process of a mesh axis that
+// spans processes holds only its own.
+void refuse_fallback_across_processes(const Eqn& e, const Program& p, const Mesh& mesh) {
+  if (!mesh.process_group() || !e.prim->placement_aware()) return;
+  std::vector<int> vars = e.ins;
+  vars.insert(vars.end(), e.outs.begin(), e.outs.end());
+  for (int v : vars) {
+    const Type& t = p.type_of(v);
+    if (!t.placement.empty() && mesh.processes(t.placement))
+      throw Error(e.prim->name() + " on " + t.str() + " cannot run across the processes of " +
+                  mesh.str() +
+                  ": the executor has no kernel of its own for it (a dtype such as bool, f16 or "
+                  "bf16 reduced over the placement); convert to f32 first, or run on a mesh of "
+                  "this process");
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Workspace> Plan::acquire() const {
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -165,6 +187,7 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       c.reads = spec->reads ? std::move(*spec->reads) : e.ins;
       c.view_offset = spec->view_offset;
     } else {
+      refuse_fallback_across_processes(e, p, mesh);
       kernels[i] = fallback_kernel(e);
       c.fallback = true;
       c.reads = e.ins;

@@ -2,6 +2,7 @@
 // thread's) runs on its own thread; each client's result is computed by the
 // same code whichever thread runs it, so the output is bitwise the same as
 // the sequential loop.
+#include <algorithm>
 #include <memory>
 
 #include "drx/exec/blas_threads.h"
@@ -57,6 +58,7 @@ class MapKernel : public Kernel {
     const std::vector<const std::byte*> in = operands_.bases(f);
     std::vector<std::byte*> out(outs_.size());
     for (size_t k = 0; k < outs_.size(); ++k) out[k] = static_cast<std::byte*>(f.out(outs_[k]));
+    if (sharding_.spans_processes()) clear_other_processes_rows(out);
     SingleThreadedBlas one_blas_thread;
     sharding_.run(operands_.clients(), [&](int64_t, int64_t lo, int64_t hi) {
       std::vector<const void*> ip(in.size());
@@ -71,6 +73,17 @@ class MapKernel : public Kernel {
   }
 
  private:
+  // Other processes compute their clients' rows; here those rows read as 0.
+  void clear_other_processes_rows(const std::vector<std::byte*>& out) const {
+    const auto [first, end] = sharding_.local_clients(operands_.clients());
+    const auto rows = [](int64_t n, size_t bytes) { return static_cast<size_t>(n) * bytes; };
+    for (size_t k = 0; k < out.size(); ++k) {
+      std::fill_n(out[k], rows(first, out_row_[k]), std::byte{0});
+      std::fill_n(out[k] + rows(end, out_row_[k]), rows(operands_.clients() - end, out_row_[k]),
+                  std::byte{0});
+    }
+  }
+
   ClientOperands operands_;
   std::vector<int> outs_;
   std::vector<size_t> out_row_;
@@ -83,7 +96,8 @@ std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
   if (e.ins.empty() || !body) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
-  auto kernel = std::make_unique<MapKernel>(e, cx, compile(*body, cx.mesh, cx.options));
+  auto kernel =
+      std::make_unique<MapKernel>(e, cx, compile(*body, cx.mesh.in_process(), cx.options));
   std::vector<int> reads = kernel->reads();
   return KernelSpec{std::move(kernel), Alias::none, std::move(reads)};
 }

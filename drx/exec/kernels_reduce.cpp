@@ -93,7 +93,8 @@ class PlacementReduceKernel : public Kernel {
         width_(num_elements(cx.var(e.outs[0]).shape)),
         row_bytes_(static_cast<size_t>(width_) * dtype_size(cx.var(e.ins[0]).dtype)),
         prototype_(make_row_reducer(cx.var(e.ins[0]).dtype, kind, width_)),
-        sharding_(cx.mesh, cx.program.type_of(e.ins[0]).placement) {}
+        sharding_(cx.mesh, cx.program.type_of(e.ins[0]).placement),
+        op_(e.prim->name()) {}
 
   bool valid() const { return prototype_ != nullptr; }
 
@@ -109,7 +110,7 @@ class PlacementReduceKernel : public Kernel {
     });
     auto all = prototype_->empty_like();
     for (const auto& s : shards) all->push_blocks(*s);
-    all->finish(y);
+    sharding_.reduce(*all, y, op_);
   }
 
  private:
@@ -118,6 +119,7 @@ class PlacementReduceKernel : public Kernel {
   size_t row_bytes_;
   std::unique_ptr<RowReducer> prototype_;
   Sharding sharding_;
+  std::string op_;
 };
 
 template <ReduceKind K>

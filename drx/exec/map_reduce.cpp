@@ -17,6 +17,7 @@ namespace {
 struct Reduction {
   size_t result;  // which map_fn result it reduces
   int out;        // the variable it defines
+  std::string op;  // the reduction's primitive, for errors
   std::unique_ptr<RowReducer> prototype;
 };
 
@@ -24,7 +25,7 @@ class MapReduceKernel : public Kernel {
  public:
   MapReduceKernel(const Eqn& e, const CompileContext& cx, std::vector<Reduction> reductions)
       : operands_(e, cx),
-        body_(compile(*map_body(e), cx.mesh, cx.options)),
+        body_(compile(*map_body(e), cx.mesh.in_process(), cx.options)),
         reductions_(std::move(reductions)),
         sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
     for (int v : e.outs) result_bytes_.push_back(client_row_bytes(cx.var(v)));
@@ -59,7 +60,7 @@ class MapReduceKernel : public Kernel {
     for (size_t r = 0; r < reductions_.size(); ++r) {
       auto all = reductions_[r].prototype->empty_like();
       for (const Stacks& s : shards) all->push_blocks(*s[r]);
-      all->finish(f.out(reductions_[r].out));
+      sharding_.reduce(*all, f.out(reductions_[r].out), reductions_[r].op);
     }
   }
 
@@ -102,7 +103,7 @@ std::optional<std::vector<Reduction>> sole_reductions(size_t i, const CompileCon
     auto prototype = make_row_reducer(x.dtype, *kind, num_elements(cx.var(e.outs[0]).shape));
     if (!prototype) return std::nullopt;
     found.push_back(Reduction{static_cast<size_t>(result_of[static_cast<size_t>(e.ins[0])]),
-                              e.outs[0], std::move(prototype)});
+                              e.outs[0], e.prim->name(), std::move(prototype)});
   }
   if (found.empty()) return std::nullopt;
   return found;

@@ -4,17 +4,30 @@
 #include <mutex>
 
 #include "drx/array/error.h"
+#include "drx/core/process_group.h"
 #include "drx/exec/thread_pool.h"
 
 namespace drx {
 
 struct Mesh::State {
   std::vector<Axis> axes;
+  std::string process_axis;
+  std::shared_ptr<const ProcessGroup> group;
   std::mutex mu;
   std::map<std::string, std::unique_ptr<exec::ThreadPool>> threads;
 };
 
 Mesh::Mesh() : state_(std::make_shared<State>()) {}
+
+Mesh::Mesh(std::vector<Axis> axes, std::string process_axis,
+           std::shared_ptr<const ProcessGroup> group)
+    : Mesh(std::move(axes)) {
+  if (!group) throw Error("Mesh: axis '" + process_axis + "' spans no process group (null)");
+  if (!has_axis(process_axis))
+    throw Error("Mesh: the process axis '" + process_axis + "' is not an axis of " + str());
+  state_->process_axis = std::move(process_axis);
+  state_->group = std::move(group);
+}
 
 Mesh::Mesh(std::vector<Axis> axes) : state_(std::make_shared<State>()) {
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -51,10 +64,22 @@ int Mesh::devices() const {
 
 std::string Mesh::str() const {
   std::string s = "{";
-  for (size_t i = 0; i < state_->axes.size(); ++i)
-    s += (i ? ", " : "") + state_->axes[i].first + ": " + std::to_string(state_->axes[i].second);
+  for (size_t i = 0; i < state_->axes.size(); ++i) {
+    const auto& [name, size] = state_->axes[i];
+    s += (i ? ", " : "") + name + ": " + std::to_string(size);
+    if (state_->group && name == state_->process_axis)
+      s += " x " + std::to_string(state_->group->size()) + " processes";
+  }
   return s + "}";
 }
+
+const ProcessGroup* Mesh::processes(const std::string& axis) const {
+  return state_->group && axis == state_->process_axis ? state_->group.get() : nullptr;
+}
+
+const ProcessGroup* Mesh::process_group() const { return state_->group.get(); }
+
+Mesh Mesh::in_process() const { return state_->group ? Mesh(state_->axes) : *this; }
 
 exec::ThreadPool& Mesh::device_threads(const std::string& axis) const {
   std::lock_guard<std::mutex> lock(state_->mu);

@@ -10,12 +10,19 @@
 // device, on which the executor may still run independent clients on the
 // threads of drx::num_threads(). Results never depend on the mesh: every
 // reduction over a placement follows one binary tree over client indices.
+//
+// An axis may also span processes (drx/dist builds such meshes over MPI):
+// each process then holds the axis' devices of its own, runs a contiguous
+// range of the clients on them, and the ProcessGroup combines the partial
+// reductions in the same tree.
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace drx {
+
+class ProcessGroup;
 
 namespace exec {
 class ThreadPool;
@@ -30,6 +37,10 @@ class Mesh {
   // e.g. Mesh({{"clients", 4}}). Throws drx::Error for an empty or repeated
   // axis name, or a size outside [1, 1024].
   explicit Mesh(std::vector<Axis> axes);
+  // A mesh whose axis `process_axis` (one of `axes`) spans the processes of
+  // `group`: every process has that axis' size in devices, so the axis has
+  // group->size() times as many in all.
+  Mesh(std::vector<Axis> axes, std::string process_axis, std::shared_ptr<const ProcessGroup> group);
 
   const std::vector<Axis>& axes() const;
   // Devices along `axis`; 1 when the mesh has no such axis.
@@ -37,8 +48,17 @@ class Mesh {
   bool has_axis(const std::string& axis) const;
   // All devices (the product of the axis sizes).
   int devices() const;
-  // "{clients: 4}"; "{}" for the default mesh.
+  // "{clients: 4}"; "{}" for the default mesh; "{clients: 2 x 3 processes}"
+  // for an axis of 2 devices in each of 3 processes.
   std::string str() const;
+
+  // The processes `axis` spans, or nullptr when its devices are all here.
+  const ProcessGroup* processes(const std::string& axis) const;
+  // The processes any axis spans (nullptr for a mesh of this process only).
+  const ProcessGroup* process_group() const;
+  // This mesh without its process group: what each client's work (a map_fn
+  // body, run by one process) runs on.
+  Mesh in_process() const;
   bool operator==(const Mesh& other) const { return str() == other.str(); }
 
   // For drx/exec: the worker threads of the devices along `axis` (created on

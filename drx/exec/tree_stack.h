@@ -20,21 +20,9 @@
 
 #include "drx/array/dtype.h"
 #include "drx/core/reduction.h"
+#include "drx/core/row_reducer.h"
 
 namespace drx::exec {
-
-// A TreeStack of rows of one dtype and width.
-class RowReducer {
- public:
-  virtual ~RowReducer() = default;
-  // Adds one client's row (client index `client`, pushed in increasing order).
-  virtual void push_row(int64_t client, const void* row) = 0;
-  // Adds every block of `other` (whose clients all follow this one's).
-  virtual void push_blocks(const RowReducer& other) = 0;
-  // Writes the reduction of everything pushed (0s when nothing was).
-  virtual void finish(void* out) const = 0;
-  virtual std::unique_ptr<RowReducer> empty_like() const = 0;
-};
 
 template <class T, ReduceKind K>
 class TreeStack : public RowReducer {
@@ -43,6 +31,9 @@ class TreeStack : public RowReducer {
 
   void push_row(int64_t client, const void* row) override {
     push(client, 1, static_cast<const T*>(row));
+  }
+  void push_block(Block block, const void* row) override {
+    push(block.start, block.size, static_cast<const T*>(row));
   }
   void push_blocks(const RowReducer& other) override {
     const auto& o = static_cast<const TreeStack&>(other);
@@ -61,14 +52,18 @@ class TreeStack : public RowReducer {
       for (size_t k = 0; k < width_; ++k) y[k] = reduce_combine<K>(left[k], y[k]);
     }
   }
-  std::unique_ptr<RowReducer> empty_like() const override {
-    return std::make_unique<TreeStack>(static_cast<int64_t>(width_));
+  std::unique_ptr<RowReducer> empty_like(int64_t width) const override {
+    return std::make_unique<TreeStack>(width);
   }
+  using RowReducer::empty_like;
+
+  int64_t width() const override { return static_cast<int64_t>(width_); }
+  size_t element_bytes() const override { return sizeof(T); }
+  size_t blocks() const override { return blocks_.size(); }
+  Block block(size_t b) const override { return blocks_[b]; }
+  const void* block_row(size_t b) const override { return row(b); }
 
  private:
-  struct Block {
-    int64_t start, size;
-  };
   const T* row(size_t b) const { return rows_.data() + b * width_; }
   T* row(size_t b) { return rows_.data() + b * width_; }
 

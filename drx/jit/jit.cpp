@@ -1,12 +1,32 @@
 #include "drx/jit/jit.h"
 
 #include "drx/core/primitive.h"
+#include "drx/core/process_group.h"
+#include "drx/core/program_text.h"
 #include "drx/exec/executable.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 
 namespace drx {
+
+namespace {
+
+// FNV-1a: the same on every process, unlike std::hash.
+uint64_t fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = digits[v & 15];
+  return s;
+}
+
+}  // namespace
 
 const Program& JitCache::last_program() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -47,11 +67,19 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     Tree out = std::move(t.out_structure);
     Program simplified = simplify(p);
     auto executable = std::make_shared<const Executable>(simplified, mesh);
-    entry = &entries_.emplace(key, Entry{key, std::move(simplified), out, std::move(executable)})
-                 .first->second;
+    const std::string signature = hex(fingerprint(key)) + hex(fingerprint(to_string(simplified)));
+    entry =
+        &entries_
+             .emplace(key, Entry{key, std::move(simplified), out, std::move(executable), signature})
+             .first->second;
   }
   last_ = entry;
   lock.unlock();
+  // Every process must run the same program on the same global argument
+  // types, or their collectives would pair up wrongly; checked every call, as
+  // a process may meet a new signature while the others reuse a cached one.
+  if (const ProcessGroup* group = mesh.process_group())
+    group->check_same("the jitted program and its argument types", entry->signature);
   std::vector<Array> results = entry->executable->run(arrays);
   std::vector<Tree> out_leaves(results.begin(), results.end());
   return tree_unflatten(entry->out_structure, out_leaves);

@@ -39,6 +39,7 @@ class JitCache {
     Program program;
     Tree out_structure;
     std::shared_ptr<const Executable> executable;  // program, compiled (drx/exec)
+    std::string signature;  // fingerprints of the key and the program, compared across processes
   };
   TreeFn fn_;
   std::optional<Mesh> mesh_;
@@ -90,6 +91,13 @@ auto jit(F f) {
 // Compiled for `mesh`: placements named after its axes are split across its devices.
 template <class F>
 auto jit(F f, const Mesh& mesh) {
+  using S = Signature<F>;
+  using J = typename S::template apply<detail::JittedOf>;
+  return J(erase(std::move(f)), mesh);
+}
+// Compiled for `mesh` where one is given, else as jit(f).
+template <class F>
+auto jit(F f, const std::optional<Mesh>& mesh) {
   using S = Signature<F>;
   using J = typename S::template apply<detail::JittedOf>;
   return J(erase(std::move(f)), mesh);

@@ -176,11 +176,13 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.max_seconds = parse_real(f, v, 0, true, 1e9, false); }},
       {"--devices", [&](auto& f, auto& v) { o.devices = parse_int(f, v, 1, 1024); }},
       {"--threads", [&](auto& f, auto& v) { o.threads = parse_int(f, v, 1, 1024); }},
+      {"--mpi-timeout",
+       [&](auto& f, auto& v) { o.mpi_timeout = parse_real(f, v, 0, false, 1e6, false); }},
   };
   const std::map<std::string, std::function<void()>> switches = {
       {"--resume", [&] { o.resume = true; }}, {"--overwrite", [&] { o.overwrite = true; }},
       {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
-      {"-h", [&] { o.help = true; }},
+      {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
@@ -230,6 +232,10 @@ Options parse_options(const std::vector<std::string>& args) {
                        "(here " +
                        fmt(sigma_b) + ") > --dp-noise");
   }
+  if (o.mpi && !o.export_rounds.empty())
+    throw UsageError(
+        "fedavg: --export-rounds writes every client's data, which no rank of an MPI run "
+        "holds; export from a run of one process");
   if (o.out_dir.empty()) throw UsageError("fedavg: --out expects a directory, got ''");
   if (o.data_dir.empty()) throw UsageError("fedavg: --data expects a directory, got ''");
   return o;
@@ -378,6 +384,16 @@ const char* details_text() {
        << d.devices << ")\n"
        << "  --threads N             drx worker threads (default: DRX_NUM_THREADS, else all)\n"
           "  --quiet                 no progress output\n"
+          "  --mpi                   run as one rank of `mpirun -np P drx fedavg ...` (on by\n"
+          "                          itself under mpirun): each rank trains its own clients'\n"
+          "                          range of the cohort, reductions combine across ranks in\n"
+          "                          the canonical tree (results bitwise those of one process\n"
+          "                          with the same --threads); rank 0 evaluates and writes\n"
+          "                          --out, and reads the checkpoint of --resume\n"
+          "  --mpi-timeout S         seconds a rank waits for another before it reports which\n"
+          "                          rank stopped responding and aborts the job (default "
+       << short_num(d.mpi_timeout)
+       << ")\n"
           "\n"
           "Every flag also takes the form --flag=VALUE.\n";
     return os.str();

@@ -53,7 +53,10 @@ struct Options {
   std::string export_rounds;  // "" = off
   // Execution.
   int64_t devices = 1;
-  int64_t threads = 0;  // 0: drx's default
+  int64_t threads = 0;  // 0: drx's default (under MPI: the cores per process on this host)
+  // Several processes (mpirun): on when asked, or when mpirun started this one.
+  bool mpi = false;
+  double mpi_timeout = 30;  // seconds a rank waits for another before aborting the job
   bool quiet = false;
   bool help = false;  // --help among other flags: print help, run nothing
 };

@@ -29,6 +29,7 @@
 #include "tools/fedavg/export_round.h"
 #include "tools/fedavg/metrics.h"
 #include "tools/fedavg/progress.h"
+#include "tools/fedavg/ranks.h"
 
 namespace drx::tool::fedavg {
 namespace {
@@ -237,8 +238,16 @@ struct Inputs {
   data::Partition partition;
 };
 
-Inputs load_inputs(const Options& o, const std::string& ckpt_path) {
-  std::optional<Checkpoint> resumed = checkpoint_to_resume(o, ckpt_path);
+Inputs load_inputs(const Options& o, const Ranks& ranks, const std::string& ckpt_path) {
+  // Rank 0 reads it and sends it on: the ranks need not share a filesystem.
+  const std::string bytes = ranks.from_root(
+      [&] {
+        std::optional<Checkpoint> c = checkpoint_to_resume(o, ckpt_path);
+        return c ? encode_checkpoint(*c) : std::string();
+      },
+      "the checkpoint of --resume");
+  std::optional<Checkpoint> resumed;
+  if (!bytes.empty()) resumed = decode_checkpoint(bytes, ckpt_path);
   data::Dataset train = load_split(o, data::Split::train);
   data::Dataset test = load_split(o, data::Split::test);
   check_shards_fit(o, train);
@@ -338,8 +347,14 @@ int64_t most_local_steps(const Options& o, const data::Partition& partition) {
 // Trains round after round, compiling a round program per (steps, full steps) pair met.
 class RoundTrainer {
  public:
-  RoundTrainer(const Options& o, const optim::ServerOptimizer& server, const Inputs& in)
-      : o_(o), server_(server), in_(in), most_steps_(most_local_steps(o, in.partition)) {
+  RoundTrainer(const Options& o, const optim::ServerOptimizer& server, const Inputs& in,
+               const Ranks& ranks)
+      : o_(o),
+        server_(server),
+        in_(in),
+        ranks_(ranks),
+        mesh_(ranks.round_mesh(o.devices)),
+        most_steps_(most_local_steps(o, in.partition)) {
     if (!o.export_rounds.empty()) exporter_.emplace(o.export_rounds);
   }
 
@@ -358,20 +373,27 @@ class RoundTrainer {
     // Padding slots repeat a client with every example masked and weight 0.
     cohort.resize(static_cast<size_t>(slots), cohort.empty() ? 0 : cohort[0]);
     const data::BatchOptions bo = batch_options(cohort, s.round);
-    data::CohortBatches b = data::cohort_batches(in_.partition, cohort, bo);
+    // Each rank gathers the batches of its own slots only.
+    const auto [first, end] = ranks_.clients(slots);
+    const std::vector<int64_t> mine(cohort.begin() + first, cohort.begin() + end);
+    data::CohortBatches b = data::cohort_batches(in_.partition, mine, bo);
     Array weights = b.sizes;
     if (o_.dp()) {
       // DP-FedAvg weighs the clients uniformly: 1 for a sampled client, 0 for padding.
-      weights = Array(f32, {slots});
-      const int64_t per_client = b.mask.size() / std::max<int64_t>(slots, 1);
-      for (int64_t k = 0; k < slots; ++k) {
-        weights.data<float>()[k] = k < real ? 1.0f : 0.0f;
-        if (k >= real) std::fill_n(b.mask.data<float>() + k * per_client, per_client, 0.0f);
+      weights = Array(f32, {end - first});
+      const int64_t per_client = b.mask.size() / std::max<int64_t>(end - first, 1);
+      for (int64_t k = 0; k < end - first; ++k) {
+        const bool sampled = first + k < real;
+        weights.data<float>()[k] = sampled ? 1.0f : 0.0f;
+        if (!sampled) std::fill_n(b.mask.data<float>() + k * per_client, per_client, 0.0f);
       }
     }
-    const std::pair<int64_t, int64_t> key = round_key(bo.steps, b.mask);
-    Tree result =
-        program(key)(s.params, s.state, in_.train.images, in_.train.labels, b.idx, b.mask, weights);
+    const std::string round_name = "round " + std::to_string(s.round + 1);
+    const auto activity = ranks_.activity(round_name);
+    const std::pair<int64_t, int64_t> key = round_key(bo.steps, b.mask, round_name);
+    Tree result = program(key)(s.params, s.state, in_.train.images, in_.train.labels,
+                               ranks_.placed(b.idx, slots), ranks_.placed(b.mask, slots),
+                               ranks_.placed(weights, slots));
     if (exporter_)
       exporter_->write(s.round + 1, round_spec(key.first, key.second), s.params, s.state, in_.train,
                        b.idx, b.mask, weights, result);
@@ -402,8 +424,10 @@ class RoundTrainer {
   // The round program's (steps, full steps): steps every client has an example in skip no
   // check. Worth a program of its own only when they are most of the steps (else the skipped
   // steps dominate); bucketed, so few compile.
-  static std::pair<int64_t, int64_t> round_key(int64_t steps, const Array& mask) {
-    const int64_t full = full_steps(mask);
+  std::pair<int64_t, int64_t> round_key(int64_t steps, const Array& mask,
+                                        const std::string& round_name) const {
+    const int64_t full =
+        ranks_.min(full_steps(mask), "the full steps of " + round_name + "'s cohort");
     return {steps, 2 * full >= steps ? bucket_down(full) : 0};
   }
 
@@ -411,7 +435,8 @@ class RoundTrainer {
     auto fn = programs_.find(key);
     if (fn == programs_.end())
       fn =
-          programs_.emplace(key, jit(optim::fedavg_round(round_spec(key.first, key.second)))).first;
+          programs_.emplace(key, jit(optim::fedavg_round(round_spec(key.first, key.second)), mesh_))
+              .first;
     return fn->second;
   }
 
@@ -430,6 +455,8 @@ class RoundTrainer {
   const Options& o_;
   const optim::ServerOptimizer server_;
   const Inputs& in_;
+  const Ranks& ranks_;
+  const std::optional<Mesh> mesh_;  // the ranks' mesh under MPI
   const int64_t most_steps_;
   std::map<std::pair<int64_t, int64_t>, RoundJit> programs_;
   std::optional<RoundExporter> exporter_;
@@ -465,15 +492,19 @@ class Evaluator {
 // it leaves nothing behind.
 class Outputs {
  public:
-  Outputs(const Options& o, const std::string& ckpt_path) : o_(o), ckpt_path_(ckpt_path) {}
+  // Only one process writes --out (rank 0 of an MPI run).
+  Outputs(const Options& o, const std::string& ckpt_path, bool writes)
+      : o_(o), ckpt_path_(ckpt_path), writes_(writes) {}
 
   void save_metrics(const std::vector<MetricsRow>& history) {
+    if (!writes_) return;
     prepare();
     write_file_atomic(join(o_.out_dir, kMetricsCsvFile), metrics_csv(history));
     write_file_atomic(join(o_.out_dir, kMetricsSvgFile), metrics_svg(history, run_title(o_)));
   }
 
   void save_checkpoint(const TrainState& s) {
+    if (!writes_) return;
     prepare();
     write_checkpoint(ckpt_path_,
                      Checkpoint{trajectory_fields(o_), s.round, s.params, s.state, s.history});
@@ -486,12 +517,14 @@ class Outputs {
 
   const Options& o_;
   const std::string ckpt_path_;
+  const bool writes_;
   bool ready_ = false;
 };
 
 // What the round loop works with besides the training state.
 struct Run {
   const Options& o;
+  const Ranks& ranks;
   const PrivacyLedger& privacy;
   Clock::time_point t0;
   Progress& progress;
@@ -502,6 +535,7 @@ struct Run {
 
 // Evaluates the model after row.round and records the test metrics (and epsilon) in row.
 void record_test(const Run& r, TrainState& s, MetricsRow& row) {
+  if (!r.ranks.is_root()) return;  // rank 0 evaluates for every rank
   const TestResult t = r.evaluate(s.params);
   row.test_loss = s.last_loss = t.loss;
   row.test_accuracy = s.last_acc = t.accuracy;
@@ -533,12 +567,15 @@ bool train_rounds(const Run& r, TrainState& s) {
   while (s.round < o.rounds) {
     // Stop before a round that would overrun the budget (but always make progress).
     if (o.max_seconds > 0 && s.round > s.start_round &&
-        seconds_since(r.t0) + last_round_s > o.max_seconds)
+        r.ranks.root_decides(seconds_since(r.t0) + last_round_s > o.max_seconds,
+                             "the --max-seconds check"))
       return true;
     const Clock::time_point round_start = Clock::now();
     const double train_loss = r.trainer.train(s);
     const bool out_of_time =
-        o.max_seconds > 0 && seconds_since(r.t0) + seconds_since(round_start) > o.max_seconds;
+        o.max_seconds > 0 &&
+        r.ranks.root_decides(seconds_since(r.t0) + seconds_since(round_start) > o.max_seconds,
+                             "the --max-seconds check");
     end_round(r, s, train_loss, out_of_time);
     last_round_s = seconds_since(round_start);
     const double done = static_cast<double>(s.round - s.start_round);
@@ -586,6 +623,40 @@ std::string report_line(const Options& o, const RunSummary& summary, int64_t sta
   return line;
 }
 
+RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0, std::ostream& out,
+                     std::ostream& progress_os, bool terminal) {
+  ThreadsScope threads(ranks.threads(o));
+  Progress progress(progress_os, terminal, o.quiet || !ranks.is_root());
+  const std::string ckpt_path = join(o.out_dir, kCheckpointFile);
+  const Inputs in = load_inputs(o, ranks, ckpt_path);
+  const optim::ServerOptimizer server = server_optimizer(o);
+  TrainState s = initial_state(o, in, server, ckpt_path);
+  // Only once the inputs passed: a refused run leaves --out as it found it.
+  if (ranks.is_root()) remove_temp_leftovers(o.out_dir);
+
+  DevicesScope devices(o.devices);
+  RoundTrainer trainer(o, server, in, ranks);
+  Evaluator evaluate(o, in.test);
+  Outputs outputs(o, ckpt_path, ranks.is_root());
+  const PrivacyLedger privacy(o);
+  // epsilon is not checkpointed: the rows of a resumed run get theirs again.
+  for (MetricsRow& row : s.history)
+    if (row.evaluated()) row.epsilon = privacy.epsilon(row.round);
+  const Run r{o, ranks, privacy, t0, progress, trainer, evaluate, outputs};
+  RunSummary summary;
+  summary.stopped_early = train_rounds(r, s);
+  if (summary.stopped_early) finish_early_stop(r, s);
+  progress.finish();
+
+  summary.rounds_done = s.round;
+  summary.test_accuracy = s.last_acc;
+  summary.test_loss = s.last_loss;
+  summary.epsilon = privacy.epsilon(s.round);
+  summary.seconds = seconds_since(t0);
+  if (ranks.is_root()) out << report_line(o, summary, s.start_round);
+  return summary;
+}
+
 }  // namespace
 
 int64_t bucket_steps(int64_t need, int64_t most) {
@@ -598,36 +669,17 @@ int64_t bucket_steps(int64_t need, int64_t most) {
 RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progress_os,
                       bool terminal) {
   const Clock::time_point t0 = Clock::now();
-  ThreadsScope threads(o.threads);
-  Progress progress(progress_os, terminal, o.quiet);
-  const std::string ckpt_path = join(o.out_dir, kCheckpointFile);
-  const Inputs in = load_inputs(o, ckpt_path);
-  const optim::ServerOptimizer server = server_optimizer(o);
-  TrainState s = initial_state(o, in, server, ckpt_path);
-  // Only once the inputs passed: a refused run leaves --out as it found it.
-  remove_temp_leftovers(o.out_dir);
-
-  DevicesScope devices(o.devices);
-  RoundTrainer trainer(o, server, in);
-  Evaluator evaluate(o, in.test);
-  Outputs outputs(o, ckpt_path);
-  const PrivacyLedger privacy(o);
-  // epsilon is not checkpointed: the rows of a resumed run get theirs again.
-  for (MetricsRow& row : s.history)
-    if (row.evaluated()) row.epsilon = privacy.epsilon(row.round);
-  const Run r{o, privacy, t0, progress, trainer, evaluate, outputs};
-  RunSummary summary;
-  summary.stopped_early = train_rounds(r, s);
-  if (summary.stopped_early) finish_early_stop(r, s);
-  progress.finish();
-
-  summary.rounds_done = s.round;
-  summary.test_accuracy = s.last_acc;
-  summary.test_loss = s.last_loss;
-  summary.epsilon = privacy.epsilon(s.round);
-  summary.seconds = seconds_since(t0);
-  out << report_line(o, summary, s.start_round);
-  return summary;
+  const Ranks ranks(o);
+  try {
+    return run_ranks(o, ranks, t0, out, progress_os, terminal);
+  } catch (const std::exception& e) {
+    // An error of this rank alone would leave the others waiting for it.
+    if (ranks.distributed() && ranks.size() > 1) {
+      std::fprintf(stderr, "drx: error: rank %d: %s\n", ranks.rank(), e.what());
+      ranks.abort_job();
+    }
+    throw;
+  }
 }
 
 }  // namespace drx::tool::fedavg

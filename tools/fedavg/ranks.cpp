@@ -1,0 +1,93 @@
+#include "tools/fedavg/ranks.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "drx/array/error.h"
+#ifdef DRX_HAVE_MPI
+#include "drx/dist/dist.h"
+#endif
+
+namespace drx::tool::fedavg {
+
+Ranks::~Ranks() = default;
+
+Ranks::Ranks(const Options& o) {
+#ifdef DRX_HAVE_MPI
+  if (!o.mpi && !dist::launched_by_mpirun()) return;
+  if (!o.export_rounds.empty())
+    throw Error(
+        "fedavg: --export-rounds writes every client's data, which no rank of an MPI run holds; "
+        "export from a run of one process");
+  dist::World& w = dist::init(dist::Options{o.mpi_timeout});
+  w.set_timeout_s(o.mpi_timeout);
+  distributed_ = true;
+  rank_ = w.rank();
+  size_ = w.size();
+#else
+  if (o.mpi || std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"))
+    throw Error(
+        "fedavg: this drx was built without MPI (-DDRX_MPI=OFF), so it cannot run as ranks of "
+        "mpirun; rebuild with libopenmpi-dev installed (scripts/setup.sh)");
+#endif
+}
+
+int64_t Ranks::threads(const Options& o) const {
+  if (o.threads > 0 || !distributed_) return o.threads;
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int64_t here = local ? std::max(1, std::atoi(local)) : size_;
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max<int64_t>(1, cores / here);
+}
+
+std::pair<int64_t, int64_t> Ranks::clients(int64_t slots) const {
+  return {slots * rank_ / size_, slots * (rank_ + 1) / size_};
+}
+
+#ifdef DRX_HAVE_MPI
+std::optional<Mesh> Ranks::round_mesh(int64_t devices) const {
+  if (!distributed_) return std::nullopt;
+  return dist::world().mesh("clients", static_cast<int>(devices));
+}
+
+Array Ranks::placed(const Array& mine, int64_t slots) const {
+  return distributed_ ? dist::place_rows(mine, slots, dist::world()) : mine;
+}
+
+int64_t Ranks::min(int64_t value, const std::string& what) const {
+  return distributed_ ? dist::world().min(value, what) : value;
+}
+
+bool Ranks::root_decides(bool value, const std::string& what) const {
+  if (!distributed_) return value;
+  return dist::world().broadcast(value ? "1" : "0", what) == "1";
+}
+
+std::string Ranks::from_root(const std::function<std::string()>& make,
+                             const std::string& what) const {
+  if (!distributed_) return make();
+  return dist::world().broadcast(is_root() ? make() : std::string(), what);
+}
+
+std::shared_ptr<void> Ranks::activity(const std::string& what) const {
+  if (!distributed_) return nullptr;
+  return std::make_shared<dist::Activity>(what);
+}
+
+void Ranks::abort_job() const {
+  if (distributed_ && size_ > 1) dist::abort_job(1);
+}
+#else
+std::optional<Mesh> Ranks::round_mesh(int64_t) const { return std::nullopt; }
+Array Ranks::placed(const Array& mine, int64_t) const { return mine; }
+int64_t Ranks::min(int64_t value, const std::string&) const { return value; }
+bool Ranks::root_decides(bool value, const std::string&) const { return value; }
+std::string Ranks::from_root(const std::function<std::string()>& make, const std::string&) const {
+  return make();
+}
+std::shared_ptr<void> Ranks::activity(const std::string&) const { return nullptr; }
+void Ranks::abort_job() const {}
+#endif
+
+}  // namespace drx::tool::fedavg

@@ -1,0 +1,62 @@
+#pragma once
+// The processes of a `drx fedavg` run: one, or the ranks of `mpirun -np P`
+// (drx/dist). Rank r trains the clients [slots·r/P, slots·(r+1)/P) of each
+// round's cohort from its own batches; rank 0 alone evaluates, prints and
+// writes --out, reads the checkpoint of --resume and sends it to the others
+// (no shared filesystem is assumed), and decides when --max-seconds stops.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "drx/array/array.h"
+#include "drx/exec/mesh.h"
+#include "tools/fedavg/options.h"
+
+namespace drx::tool::fedavg {
+
+class Ranks {
+ public:
+  // Starts MPI when o.mpi is set or mpirun started this process; throws
+  // drx::Error where drx was built without MPI.
+  explicit Ranks(const Options& o);
+  ~Ranks();
+
+  bool distributed() const { return distributed_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+
+  // The --threads a rank runs with: o.threads, else under MPI the host's
+  // cores shared by its ranks.
+  int64_t threads(const Options& o) const;
+  // The mesh the round runs on: the clients axis over every rank (with
+  // --devices threads each); nullopt for one process.
+  std::optional<Mesh> round_mesh(int64_t devices) const;
+  // This rank's slots of a cohort of `slots`.
+  std::pair<int64_t, int64_t> clients(int64_t slots) const;
+  // A round argument over the cohort from this rank's rows.
+  Array placed(const Array& mine, int64_t slots) const;
+  // The least of every rank's value.
+  int64_t min(int64_t value, const std::string& what) const;
+  // Rank 0's answer (what the others pass is ignored).
+  bool root_decides(bool value, const std::string& what) const;
+  // make() run on rank 0, its bytes sent to every rank.
+  std::string from_root(const std::function<std::string()>& make, const std::string& what) const;
+
+  // Names the round in the messages of a rank that stops responding, while
+  // the result lives.
+  std::shared_ptr<void> activity(const std::string& what) const;
+
+  // Ends every process of the job after this one printed why (MPI_Abort);
+  // returns where the run is one process.
+  void abort_job() const;
+
+ private:
+  bool distributed_ = false;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace drx::tool::fedavg
