@@ -26,23 +26,33 @@ stage "tests (ctest: unit, cli, install)"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [[ "$sanitize" == "1" ]]; then
-  stage "sanitizers (build-asan/, ASan+UBSan)"
-  cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON \
+  # Also the build without MPI (-DDRX_MPI=OFF): drx/dist's mpirun tests stay
+  # out of the sanitizer passes, and the executor's side of processes is
+  # tested in-process (tests/process_group_test.cpp).
+  stage "sanitizers (build-asan/, ASan+UBSan, -DDRX_MPI=OFF)"
+  cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON -DDRX_MPI=OFF \
     -DCMAKE_BUILD_TYPE=Debug
   cmake --build build-asan -j "$jobs" --target drx_tests drx_cli
   # One process for the whole suite: ASan start-up per test would dominate.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ./build-asan/drx_tests --gtest_brief=1
   ASAN_OPTIONS=detect_leaks=1 ./build-asan/drx demo >/dev/null
+  # Without MPI, `drx fedavg --mpi` says so and exits 1.
+  if ASAN_OPTIONS=detect_leaks=1 ./build-asan/drx fedavg --mpi --rounds 1 --out build-asan/nompi \
+    2>build-asan/nompi.log; then
+    echo "drx fedavg --mpi ran in a build without MPI" >&2
+    exit 1
+  fi
+  grep -q "built without MPI" build-asan/nompi.log
 
   stage "thread sanitizer (build-tsan/, concurrency tests)"
-  cmake -S . -B build-tsan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=thread \
+  cmake -S . -B build-tsan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=thread -DDRX_MPI=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRX_BUILD_BENCH=OFF -DDRX_BUILD_EXAMPLES=OFF
   cmake --build build-tsan -j "$jobs" --target drx_tests
   # OpenBLAS's own threads are not instrumented: keep its work on the caller.
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ./build-tsan/drx_tests --gtest_brief=1 \
-    --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*:LoopExec*:NestedPlacements.Bitwise*'
+    --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*:LoopExec*:NestedPlacements.Bitwise*:ThreadsAsProcesses*'
 
   stage "fuzzing (build-fuzz/, libFuzzer: program text, checkpoints, IDX files)"
   bash scripts/fuzz.sh --ci "${DRX_FUZZ_SECONDS:-60}"

@@ -18,11 +18,14 @@ namespace exec {
 
 namespace {
 
-// The reference semantics (Primitive::eval) of a map or reduction over a
-// placement reads every client's rows, but a process of a mesh axis that
-// spans processes holds only its own.
+// The reference semantics (Primitive::eval) of a reduction over a placement
+// (or of a loop or cond, whose bodies may hold one) reads every client's rows,
+// but a process of a mesh axis that spans processes holds only its own. Maps,
+// broadcasts and place work row by row, so they may fall back.
 void refuse_fallback_across_processes(const Eqn& e, const Program& p, const Mesh& mesh) {
   if (!mesh.process_group() || !e.prim->placement_aware()) return;
+  const std::string& name = e.prim->name();
+  if (name == "map_fn" || name == "broadcast" || name == "place") return;
   std::vector<int> vars = e.ins;
   vars.insert(vars.end(), e.outs.begin(), e.outs.end());
   for (int v : vars) {
@@ -31,8 +34,8 @@ void refuse_fallback_across_processes(const Eqn& e, const Program& p, const Mesh
       throw Error(e.prim->name() + " on " + t.str() + " cannot run across the processes of " +
                   mesh.str() +
                   ": the executor has no kernel of its own for it (a dtype such as bool, f16 or "
-                  "bf16 reduced over the placement); convert to f32 first, or run on a mesh of "
-                  "this process");
+                  "bf16 over the placement); convert to f32 first, or run on a mesh of this "
+                  "process");
   }
 }
 

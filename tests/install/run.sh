@@ -24,6 +24,13 @@ cmake -S "$here/app" -B "$work/app-build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix"
   -DCMAKE_BUILD_TYPE=Release >"$work/configure.log" || { cat "$work/configure.log" >&2; exit 1; }
 cmake --build "$work/app-build" || exit 1
 "$work/app-build/drx_install_app"
+# The dist component, where drx was built with MPI.
+if [[ -f "$prefix/include/drx/dist/dist.h" ]]; then
+  [[ -x "$work/app-build/drx_install_dist_app" ]] ||
+    { echo "install test: drx::dist is installed but find_package(drx COMPONENTS dist) missed it" >&2; exit 1; }
+  OMPI_MCA_btl_vader_single_copy_mechanism=none mpirun --oversubscribe --allow-run-as-root -np 2 \
+    "$work/app-build/drx_install_dist_app"
+fi
 
 # The installed tool runs too.
 "$prefix/bin/drx" help >/dev/null

@@ -75,6 +75,8 @@ std::shared_ptr<void> Ranks::activity(const std::string& what) const {
   return std::make_shared<dist::Activity>(what);
 }
 
+uint64_t Ranks::bytes_sent() const { return distributed_ ? dist::world().bytes_sent() : 0; }
+
 void Ranks::abort_job() const {
   if (distributed_ && size_ > 1) dist::abort_job(1);
 }
@@ -87,6 +89,7 @@ std::string Ranks::from_root(const std::function<std::string()>& make, const std
   return make();
 }
 std::shared_ptr<void> Ranks::activity(const std::string&) const { return nullptr; }
+uint64_t Ranks::bytes_sent() const { return 0; }
 void Ranks::abort_job() const {}
 #endif
 

@@ -50,6 +50,9 @@ class Ranks {
   // the result lives.
   std::shared_ptr<void> activity(const std::string& what) const;
 
+  // Bytes this process has sent to the others so far.
+  uint64_t bytes_sent() const;
+
   // Ends every process of the job after this one printed why (MPI_Abort);
   // returns where the run is one process.
   void abort_job() const;

@@ -602,6 +602,14 @@ std::string dp_text(const Options& o, const RunSummary& summary) {
   return text;
 }
 
+std::string ranks_text(const RunSummary& summary) {
+  if (summary.ranks <= 1) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, " on %d ranks (rank 0 sent %.3g MB a round; the model is %.3g MB)",
+                summary.ranks, summary.bytes_sent_per_round / 1e6, summary.model_bytes / 1e6);
+  return text;
+}
+
 std::string report_line(const Options& o, const RunSummary& summary, int64_t start_round) {
   char line[512];
   if (summary.rounds_done == start_round && !summary.stopped_early) {
@@ -613,10 +621,11 @@ std::string report_line(const Options& o, const RunSummary& summary, int64_t sta
   } else {
     std::snprintf(
         line, sizeof line,
-        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s%s; "
+        "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %.1f s%s%s%s; "
         "outputs in %s\n",
         summary.test_accuracy, summary.test_loss, static_cast<long long>(summary.rounds_done),
-        static_cast<long long>(o.rounds), summary.seconds, dp_text(o, summary).c_str(),
+        static_cast<long long>(o.rounds), summary.seconds, ranks_text(summary).c_str(),
+        dp_text(o, summary).c_str(),
         summary.stopped_early ? " (stopped by --max-seconds; continue with --resume)" : "",
         o.out_dir.c_str());
   }
@@ -653,6 +662,12 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0,
   summary.test_loss = s.last_loss;
   summary.epsilon = privacy.epsilon(s.round);
   summary.seconds = seconds_since(t0);
+  summary.ranks = ranks.size();
+  if (s.round > s.start_round)
+    summary.bytes_sent_per_round =
+        static_cast<double>(ranks.bytes_sent()) / static_cast<double>(s.round - s.start_round);
+  for (const Tree& leaf : tree_leaves(s.params))
+    summary.model_bytes += static_cast<double>(leaf.array().nbytes());
   if (ranks.is_root()) out << report_line(o, summary, s.start_round);
   return summary;
 }

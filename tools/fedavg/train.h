@@ -20,6 +20,9 @@ struct RunSummary {
   double seconds = 0;          // wall clock of this process's run
   bool stopped_early = false;  // --max-seconds ended the run before --rounds
   double epsilon = 0;          // DP runs: epsilon of the rounds done at --dp-delta (else NaN)
+  int ranks = 1;               // processes of the run (mpirun -np)
+  double bytes_sent_per_round = 0;  // by this process to the others, in the rounds it ran
+  double model_bytes = 0;           // of the params
 };
 
 // Trains as `o` says. Progress goes to `progress` (redrawn in place when `terminal`), the
