@@ -94,7 +94,7 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
     if (recv[static_cast<size_t>(s)] && s != rank_) pending.push_back(s);
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout_s_.load()));
-  int idle_polls = 0;
+  auto last_progress = Clock::now();
   for (;;) {
     bool progress = false;
     for (size_t i = 0; i < pending.size();) {
@@ -138,12 +138,17 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
                 " s, the deadline of drx::dist::Options::timeout_s; drx fedavg --mpi-timeout); "
                 "aborting the job");
     }
-    // Spin briefly, then sleep: a rank waiting must not take the cores of ranks still computing.
-    if (progress) {
-      idle_polls = 0;
-    } else if (++idle_polls > 200) {
-      std::this_thread::sleep_for(std::chrono::microseconds(idle_polls > 2000 ? 500 : 50));
-    }
+    // Poll (yielding the core) while messages flow: a large message moves in fragments, each
+    // needing both sides to call into MPI. Sleep once nothing has come for a while: a rank
+    // waiting for another to finish computing must not take its core.
+    const auto now = Clock::now();
+    if (progress) last_progress = now;
+    const auto idle = now - last_progress;
+    if (idle < std::chrono::milliseconds(5))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(idle < std::chrono::milliseconds(100) ? 50 : 500));
   }
 }
 
