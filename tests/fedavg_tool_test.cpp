@@ -311,7 +311,9 @@ TEST_F(FedavgTool, HelpListsEveryFlag) {
                            "--max-seconds",
                            "--devices",
                            "--threads",
-                           "--quiet"})
+                           "--quiet",
+                           "--mpi",
+                           "--mpi-timeout"})
     EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
   EXPECT_NE(cli({"help"}).out.find("  fedavg"), std::string::npos);
 }
@@ -339,6 +341,8 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
       {{"--epochs", "2", "--local-steps", "3"}, "--epochs and --local-steps exclude each other"},
       {{"--quiet=yes"}, "--quiet takes no value"},
       {{"extra"}, "unexpected argument 'extra'"},
+      {{"--mpi-timeout", "0"}, "--mpi-timeout expects a number > 0"},
+      {{"--mpi", "--export-rounds", "x"}, "--export-rounds writes every client's data"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"fedavg", "--out", path("never")};
@@ -356,6 +360,11 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
   EXPECT_EQ(o.client_lr, 0.5);
   EXPECT_EQ(o.partition, "shards");
   EXPECT_EQ(o.seed, 18446744073709551615ull);
+  EXPECT_FALSE(o.mpi);
+  EXPECT_EQ(o.mpi_timeout, 30.0);
+  o = fa::parse_options({"--mpi", "--mpi-timeout=2.5"});
+  EXPECT_TRUE(o.mpi);
+  EXPECT_EQ(o.mpi_timeout, 2.5);
 }
 
 TEST_F(FedavgTool, BrokenDatasetIsAnErrorWithNoOutputs) {

@@ -177,7 +177,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--devices", [&](auto& f, auto& v) { o.devices = parse_int(f, v, 1, 1024); }},
       {"--threads", [&](auto& f, auto& v) { o.threads = parse_int(f, v, 1, 1024); }},
       {"--mpi-timeout",
-       [&](auto& f, auto& v) { o.mpi_timeout = parse_real(f, v, 0, false, 1e6, false); }},
+       [&](auto& f, auto& v) { o.mpi_timeout = parse_real(f, v, 0, true, 1e6, false); }},
   };
   const std::map<std::string, std::function<void()>> switches = {
       {"--resume", [&] { o.resume = true; }}, {"--overwrite", [&] { o.overwrite = true; }},
