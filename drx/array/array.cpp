@@ -1,8 +1,11 @@
 #include "drx/array/array.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <type_traits>
 
 #include "drx/array/half.h"
@@ -14,8 +17,14 @@ Array::Array() : Array(DType::f32, {}) {}
 Array::Array(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (int64_t d : shape_)
     if (d < 0) throw Error("Array: negative dimension in shape " + shape_str(shape_));
-  size_t bytes = nbytes();
-  buffer_ = std::shared_ptr<std::byte[]>(new std::byte[bytes == 0 ? 1 : bytes]());
+  // calloc, not new[]() and its memset: the pages of a large buffer come zeroed from the
+  // system and stay unmapped until written, so an array mostly of zeros (a placement's
+  // argument on one rank of drx/dist, which fills only its own rows) costs only what is
+  // written.
+  const size_t bytes = std::max<size_t>(nbytes(), 1);
+  auto* p = static_cast<std::byte*>(std::calloc(bytes, 1));
+  if (!p) throw std::bad_alloc();
+  buffer_ = std::shared_ptr<std::byte[]>(p, [](std::byte* q) { std::free(q); });
 }
 
 void Array::check_dtype(DType expected, const char* op) const {

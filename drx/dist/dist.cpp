@@ -162,8 +162,7 @@ Array place_rows(const Array& local, int64_t clients, const World& world) {
                 " rows, got " + std::string(dtype_name(local.dtype())) + shape_str(local.shape()));
   Shape shape = local.shape();
   shape[0] = clients;
-  Array global(local.dtype(), shape);
-  std::memset(global.raw(), 0, global.nbytes());
+  Array global(local.dtype(), shape);  // zeros; only this rank's rows are written (and resident)
   if (local.nbytes())
     std::memcpy(static_cast<char*>(global.raw()) + static_cast<size_t>(first) * row_bytes(local),
                 local.raw(), local.nbytes());

@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "drx/exec/executable.h"
 #include "tests/test_util.h"
@@ -210,6 +212,32 @@ TEST(Dist, ReductionsSendBytesOfTheModelSizeWhateverTheProcesses) {
   if (world().size() == 1) {
     EXPECT_EQ(sent, 0u);
   }
+}
+
+long resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  long kib = 0;
+  while (status >> key)
+    if (key == "VmRSS:") return (status >> kib, kib);
+  return 0;
+}
+
+// A placed argument has the whole placement's shape, but a rank fills (and keeps resident)
+// only its own rows: the others stay unwritten zero pages.
+TEST(Dist, PlacedArgumentsHoldOnlyThisRanksRows) {
+  const int64_t clients = 64, width = 262144;  // 1 MiB a client
+  const auto [first, end] = world().clients(clients);
+  Array mine(f32, {end - first, width});
+  for (int64_t i = 0; i < mine.size(); ++i) mine.data<float>()[i] = 1.0f;
+  const long before = resident_kib();
+  const Array placed = dist::place_rows(mine, clients, world());
+  const double grew_mib = static_cast<double>(resident_kib() - before) / 1024;
+  EXPECT_LE(grew_mib, static_cast<double>(end - first) + 2) << "of " << clients << " MiB";
+  auto p = program({{"clients", clients}}, [](Value v) { return reduce_sum(v); }, {"clients"});
+  const Array sum = jit(p, dist_mesh())(placed);
+  EXPECT_EQ(sum.data<float>()[0], 64.0f);
+  EXPECT_EQ(sum.data<float>()[width - 1], 64.0f);
 }
 
 TEST(Dist, BroadcastMinAndRows) {
