@@ -10,8 +10,9 @@ mode=$1 drx=$2 same_run=$3 work=$4
 mpirun=(mpirun --oversubscribe --allow-run-as-root)
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OPENBLAS_NUM_THREADS=1
 rm -rf "$work" && mkdir -p "$work"
-# Small enough for CI, the real dataset all the same.
-flags=(--rounds 20 --threads 1 --quiet --eval-every 5 --checkpoint-every 1)
+# The real dataset and model; evaluated (and so compared) every round, which also makes the
+# rounds long enough to stop a rank in the middle of the run.
+flags=(--rounds 20 --threads 1 --quiet --eval-every 1 --checkpoint-every 1)
 
 fail() { echo "fedavg_ranks $mode: FAIL: $*" >&2; exit 1; }
 
@@ -38,8 +39,8 @@ rank_pid() {
   return 1
 }
 
-# Runs a 2-rank job, sends SIGNAL to rank 1 once round 3's checkpoint is written, and checks
-# the job ends non-zero within LIMIT seconds; then resumes it to the end.
+# Runs a 2-rank job, sends SIGNAL to rank 1 once round 2's metrics are written (of 20), and
+# checks the job ends non-zero within LIMIT seconds; then resumes it to the end.
 interrupted() {
   local signal=$1 limit=$2
   shift 2
@@ -47,7 +48,7 @@ interrupted() {
   "${mpirun[@]}" -np 2 "$drx" fedavg "${flags[@]}" "$@" --out "$dir" >"$work/job.log" 2>&1 &
   local job=$!
   for _ in $(seq 600); do
-    [[ -f "$dir/metrics.csv" ]] && [[ $(wc -l <"$dir/metrics.csv") -ge 2 ]] && break
+    [[ -f "$dir/metrics.csv" ]] && [[ $(wc -l <"$dir/metrics.csv") -ge 3 ]] && break
     sleep 0.1
   done
   local victim
@@ -61,7 +62,8 @@ interrupted() {
     fi
     sleep 0.2
   done
-  wait $job && fail "the job exited 0 after SIG$signal of rank 1"
+  wait $job && fail "the job exited 0 after SIG$signal of rank 1 (had it finished already?)"
+  [[ $(wc -l <"$dir/metrics.csv") -le 20 ]] || fail "the job finished all its rounds before SIG$signal"
   echo "SIG$signal of rank 1: the job ended non-zero after $((SECONDS - start)) s"
   kill -9 "$victim" 2>/dev/null
   pkill -9 -f "fedavg.*--out $dir" 2>/dev/null
