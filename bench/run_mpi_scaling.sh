@@ -4,7 +4,7 @@
 # reported, not judged), beside the thread mesh (`drx fedavg --devices P
 # --threads P` in one process) at the same cohorts. Prints the paper-style
 # table: median seconds per round as cohort and ranks grow together, the
-# efficiency t(1)/t(P), and the bytes rank 0 sends a round against the model.
+# efficiency t(1)/t(P), and the most bytes a rank sends a round against the model.
 #
 #   bash bench/run_mpi_scaling.sh [--drx PATH] [--rounds N] [--ranks "1 2 4"]
 #
@@ -36,8 +36,8 @@ round_seconds() {
     sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
-printf '%-6s %-7s %-14s %-11s %-14s %-11s %-18s\n' ranks cohort "ranks s/round" efficiency \
-  "mesh s/round" efficiency "rank 0 MB/round"
+printf '%-6s %-7s %-14s %-11s %-14s %-11s %-20s %s\n' ranks cohort "ranks s/round" efficiency \
+  "mesh s/round" efficiency "max MB/rank/round" "rank 0 ms/round in MPI"
 t1_ranks="" t1_mesh=""
 for p in $ranks_list; do
   cohort=$((32 * p))
@@ -48,10 +48,12 @@ for p in $ranks_list; do
     --out "$work/mesh-$p" >"$work/mesh-$p.log" 2>&1 || { cat "$work/mesh-$p.log" >&2; exit 1; }
   tr=$(round_seconds "$work/ranks-$p") tm=$(round_seconds "$work/mesh-$p")
   t1_ranks=${t1_ranks:-$tr} t1_mesh=${t1_mesh:-$tm}
-  sent=$(sed -nE 's/.*rank 0 sent ([0-9.e+]+) MB a round; the model is ([0-9.e+]+) MB.*/\1 (model \2)/p' \
+  sent=$(sed -nE 's/.*a rank sent at most ([0-9.e+]+) MB a round; the model is ([0-9.e+]+) MB.*/\1 (model \2)/p' \
     "$work/ranks-$p.log")
-  printf '%-6s %-7s %-14.4f %-11s %-14.4f %-11s %-18s\n' "$p" "$cohort" "$tr" \
+  waited=$(sed -nE 's/.*rank 0 communicated ([0-9.]+) ms a round.*/\1/p' "$work/ranks-$p.log")
+  printf '%-6s %-7s %-14.4f %-11s %-14.4f %-11s %-20s %s\n' "$p" "$cohort" "$tr" \
     "$(awk -v a="$t1_ranks" -v b="$tr" 'BEGIN { printf "%.0f%%", 100 * a / b }')" "$tm" \
-    "$(awk -v a="$t1_mesh" -v b="$tm" 'BEGIN { printf "%.0f%%", 100 * a / b }')" "${sent:-0}"
+    "$(awk -v a="$t1_mesh" -v b="$tm" 'BEGIN { printf "%.0f%%", 100 * a / b }')" "${sent:-0}" \
+    "${waited:-0}"
 done
 echo "(machine: $(nproc) cores; P above the cores oversubscribes them)"

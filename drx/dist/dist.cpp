@@ -110,6 +110,7 @@ World& world() {
 int World::rank() const { return group().rank(); }
 int World::size() const { return group().size(); }
 uint64_t World::bytes_sent() const { return group().bytes_sent(); }
+double World::seconds_communicating() const { return group().seconds_in_exchanges(); }
 double World::timeout_s() const { return group().timeout_s(); }
 
 void World::set_timeout_s(double seconds) {

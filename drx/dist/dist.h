@@ -68,8 +68,10 @@ class World {
   // Returns once every process has called it.
   void barrier(const std::string& what) const;
 
-  // Bytes this process has sent to others so far (for benchmarks).
+  // Bytes this process has sent to others so far, and the seconds it has
+  // spent in exchanges (waiting for the others included), for benchmarks.
   uint64_t bytes_sent() const;
+  double seconds_communicating() const;
   double timeout_s() const;
   void set_timeout_s(double seconds);
 };

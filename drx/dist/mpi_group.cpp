@@ -67,6 +67,7 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
                                             const std::vector<bool>& recv,
                                             const std::string& what) const {
   std::lock_guard<std::mutex> lock(mu_);
+  const auto started = Clock::now();
   // Tags keep exchanges apart (messages between two ranks with one tag arrive in order anyway).
   const int tag = static_cast<int>(seq_++ % 32000) + 1;
   std::vector<std::string> got(static_cast<size_t>(size_));
@@ -118,7 +119,11 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
     if (!sends.empty())
       check(MPI_Testall(static_cast<int>(sends.size()), sends.data(), &sent, MPI_STATUSES_IGNORE),
             "MPI_Testall", what);
-    if (sent && pending.empty()) return got;
+    if (sent && pending.empty()) {
+      ns_in_exchanges_ += static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started).count());
+      return got;
+    }
     if (Clock::now() > deadline) {
       std::vector<int> silent = pending;
       if (silent.empty())

@@ -33,6 +33,8 @@ class MpiGroup : public ProcessGroup {
   std::vector<std::string> all_gather(const std::string& bytes, const std::string& what) const;
 
   uint64_t bytes_sent() const { return bytes_sent_.load(); }
+  // Wall-clock seconds spent in exchanges (waiting for others and moving bytes).
+  double seconds_in_exchanges() const { return ns_in_exchanges_.load() * 1e-9; }
   double timeout_s() const { return timeout_s_.load(); }
   void set_timeout_s(double s) { timeout_s_ = s; }
 
@@ -46,6 +48,7 @@ class MpiGroup : public ProcessGroup {
   mutable std::mutex mu_;     // one exchange at a time: they must pair up in order
   mutable uint64_t seq_ = 0;  // exchanges so far: the tag of the next one
   mutable std::atomic<uint64_t> bytes_sent_{0};
+  mutable std::atomic<uint64_t> ns_in_exchanges_{0};
 };
 
 // What the processes are doing now ("round 17"), for messages; "" for nothing.

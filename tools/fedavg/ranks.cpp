@@ -75,7 +75,15 @@ std::shared_ptr<void> Ranks::activity(const std::string& what) const {
   return std::make_shared<dist::Activity>(what);
 }
 
-uint64_t Ranks::bytes_sent() const { return distributed_ ? dist::world().bytes_sent() : 0; }
+double Ranks::seconds_communicating() const {
+  return distributed_ ? dist::world().seconds_communicating() : 0;
+}
+
+uint64_t Ranks::most_bytes_sent() const {
+  if (!distributed_) return 0;
+  const auto mine = static_cast<int64_t>(dist::world().bytes_sent());
+  return static_cast<uint64_t>(-dist::world().min(-mine, "the bytes each rank sent"));
+}
 
 void Ranks::abort_job() const {
   if (distributed_ && size_ > 1) dist::abort_job(1);
@@ -89,7 +97,8 @@ std::string Ranks::from_root(const std::function<std::string()>& make, const std
   return make();
 }
 std::shared_ptr<void> Ranks::activity(const std::string&) const { return nullptr; }
-uint64_t Ranks::bytes_sent() const { return 0; }
+uint64_t Ranks::most_bytes_sent() const { return 0; }
+double Ranks::seconds_communicating() const { return 0; }
 void Ranks::abort_job() const {}
 #endif
 

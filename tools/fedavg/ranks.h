@@ -50,8 +50,10 @@ class Ranks {
   // the result lives.
   std::shared_ptr<void> activity(const std::string& what) const;
 
-  // Bytes this process has sent to the others so far.
-  uint64_t bytes_sent() const;
+  // The most bytes any rank has sent to the others so far (every rank calls it).
+  uint64_t most_bytes_sent() const;
+  // Seconds this rank has spent in exchanges with the others.
+  double seconds_communicating() const;
 
   // Ends every process of the job after this one printed why (MPI_Abort);
   // returns where the run is one process.

@@ -604,9 +604,12 @@ std::string dp_text(const Options& o, const RunSummary& summary) {
 
 std::string ranks_text(const RunSummary& summary) {
   if (summary.ranks <= 1) return "";
-  char text[160];
-  std::snprintf(text, sizeof text, " on %d ranks (rank 0 sent %.3g MB a round; the model is %.3g MB)",
-                summary.ranks, summary.bytes_sent_per_round / 1e6, summary.model_bytes / 1e6);
+  char text[200];
+  std::snprintf(text, sizeof text,
+                " on %d ranks (a rank sent at most %.3g MB a round; the model is %.3g MB; rank 0 "
+                "communicated %.1f ms a round)",
+                summary.ranks, summary.bytes_sent_per_round / 1e6, summary.model_bytes / 1e6,
+                summary.seconds_communicating_per_round * 1e3);
   return text;
 }
 
@@ -663,9 +666,13 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0,
   summary.epsilon = privacy.epsilon(s.round);
   summary.seconds = seconds_since(t0);
   summary.ranks = ranks.size();
-  if (s.round > s.start_round)
-    summary.bytes_sent_per_round =
-        static_cast<double>(ranks.bytes_sent()) / static_cast<double>(s.round - s.start_round);
+  const double communicating = ranks.seconds_communicating();
+  const uint64_t most_bytes = ranks.most_bytes_sent();
+  if (s.round > s.start_round) {
+    const auto rounds = static_cast<double>(s.round - s.start_round);
+    summary.bytes_sent_per_round = static_cast<double>(most_bytes) / rounds;
+    summary.seconds_communicating_per_round = communicating / rounds;
+  }
   for (const Tree& leaf : tree_leaves(s.params))
     summary.model_bytes += static_cast<double>(leaf.array().nbytes());
   if (ranks.is_root()) out << report_line(o, summary, s.start_round);

@@ -21,8 +21,9 @@ struct RunSummary {
   bool stopped_early = false;  // --max-seconds ended the run before --rounds
   double epsilon = 0;          // DP runs: epsilon of the rounds done at --dp-delta (else NaN)
   int ranks = 1;               // processes of the run (mpirun -np)
-  double bytes_sent_per_round = 0;  // by this process to the others, in the rounds it ran
+  double bytes_sent_per_round = 0;  // the most any process sent to the others, a round run
   double model_bytes = 0;           // of the params
+  double seconds_communicating_per_round = 0;  // rank 0's, waiting for the others included
 };
 
 // Trains as `o` says. Progress goes to `progress` (redrawn in place when `terminal`), the
