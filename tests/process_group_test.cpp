@@ -5,6 +5,8 @@
 // reductions in rank order. Every "process" gets the bits of one process
 // alone, fused and unfused, on 1 and 2 devices each (drx/dist's MPI group is
 // tested under mpirun in tests/mpi). Under ASan, UBSan and TSan in CI.
+#include "drx/core/process_group.h"
+
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -12,8 +14,8 @@
 #include <mutex>
 #include <thread>
 
-#include "drx/core/process_group.h"
 #include "drx/exec/executable.h"
+#include "drx/export/stablehlo.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -179,6 +181,13 @@ TEST(ThreadsAsProcesses, MeshesNameTheirProcessesAndClientWorkRunsInProcess) {
   EXPECT_EQ(m.process_group(), group.get());
   EXPECT_EQ(m.in_process().str(), "{clients: 2, model: 4}");
   EXPECT_EQ(m.in_process().process_group(), nullptr);
+  EXPECT_EQ(m.global().str(), "{clients: 6, model: 4}");
+  // Exported, the program names every process's devices as one mesh.
+  auto p = program({{"clients", 12}}, [](Value v) { return reduce_sum(v); }, {"clients"});
+  const std::string mlir = to_stablehlo(simplify(trace(p, {Type(f32, {12, 2})})), m);
+  EXPECT_NE(mlir.find("sdy.mesh @mesh = <[\"clients\"=6, \"model\"=4]>"), std::string::npos)
+      << mlir;
+  EXPECT_NE(mlir.find("mhlo.num_partitions = 24"), std::string::npos) << mlir;
   EXPECT_EQ(group->clients_of(1, 10), (std::pair<int64_t, int64_t>{3, 6}));
   EXPECT_THROW(Mesh({{"clients", 2}}, "model", group), Error);
   EXPECT_THROW(Mesh({{"clients", 2}}, "clients", nullptr), Error);

@@ -119,8 +119,12 @@ void World::set_timeout_s(double seconds) {
 }
 
 Mesh World::mesh(const std::string& axis, int devices_per_process) const {
+  return mesh({{axis, devices_per_process}}, axis);
+}
+
+Mesh World::mesh(std::vector<Mesh::Axis> axes, const std::string& process_axis) const {
   (void)group();
-  return Mesh({{axis, devices_per_process}}, axis, group_slot());
+  return Mesh(std::move(axes), process_axis, group_slot());
 }
 
 std::pair<int64_t, int64_t> World::clients(int64_t clients) const {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "drx/array/array.h"
 #include "drx/exec/mesh.h"
@@ -56,6 +57,9 @@ class World {
   // A mesh whose axis `axis` spans every process, `devices_per_process`
   // device threads in each.
   Mesh mesh(const std::string& axis = "clients", int devices_per_process = 1) const;
+  // A mesh of several axes (sizes per process) of which `process_axis` spans
+  // every process.
+  Mesh mesh(std::vector<Mesh::Axis> axes, const std::string& process_axis) const;
   // This process's clients of a placement of `clients` on such a mesh:
   // [first, end).
   std::pair<int64_t, int64_t> clients(int64_t clients) const;

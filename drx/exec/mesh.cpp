@@ -81,6 +81,14 @@ const ProcessGroup* Mesh::process_group() const { return state_->group.get(); }
 
 Mesh Mesh::in_process() const { return state_->group ? Mesh(state_->axes) : *this; }
 
+Mesh Mesh::global() const {
+  if (!state_->group) return *this;
+  std::vector<Axis> axes = state_->axes;
+  for (Axis& a : axes)
+    if (a.first == state_->process_axis) a.second *= state_->group->size();
+  return Mesh(std::move(axes));
+}
+
 exec::ThreadPool& Mesh::device_threads(const std::string& axis) const {
   std::lock_guard<std::mutex> lock(state_->mu);
   std::unique_ptr<exec::ThreadPool>& pool = state_->threads[axis];

@@ -59,6 +59,9 @@ class Mesh {
   // This mesh without its process group: what each client's work (a map_fn
   // body, run by one process) runs on.
   Mesh in_process() const;
+  // Every process's devices as one mesh: the process axis has its size times
+  // the processes (what an exported program's sharding names).
+  Mesh global() const;
   bool operator==(const Mesh& other) const { return str() == other.str(); }
 
   // For drx/exec: the worker threads of the devices along `axis` (created on

@@ -294,10 +294,12 @@ std::string module_name(const Program& p, const StableHloOptions& o) {
 std::string to_stablehlo(const Program& program, const Mesh& mesh,
                          const StableHloOptions& options) {
   ModuleState m{options};
-  const ShardingWriter sharding(mesh, options.gspmd);
+  // A mesh across processes exports as the one mesh of all their devices.
+  const Mesh whole = mesh.global();
+  const ShardingWriter sharding(whole, options.gspmd);
   const std::string func = function_text(m, program, sharding);
   const std::string name = module_name(program, options);
-  const std::string partitions = std::to_string(mesh.devices());
+  const std::string partitions = std::to_string(whole.devices());
   const std::string attrs =
       "{mhlo.num_partitions = " + partitions + " : i32, mhlo.num_replicas = 1 : i32}";
   const std::string mesh_decl = sharding.mesh_declaration(options.generic);
