@@ -172,6 +172,34 @@ TEST(ThreadsAsProcesses, EveryProcessGetsTheBitsOfOneProcess) {
   }
 }
 
+// Top-level equations on placed values (a weighted mean's products, a softmax over the
+// clients) run on every row, the others' zeros included; only the process's own rows reach
+// the reductions.
+TEST(ThreadsAsProcesses, TopLevelWorkOnPlacedValuesKeepsTheBits) {
+  for (int64_t clients : {3, 8, 11}) {
+    auto f =
+        program({{"clients", clients}},
+                [](Value x, Value w) -> std::vector<Value> {
+                  Value score = map_fn([](Value xi) { return sum(xi); }, x);
+                  return {reduce_weighted_mean(x, w), reduce_sum(placement_softmax(score) * w)};
+                },
+                {"clients", "clients"});
+    const Program p = simplify(trace(f, {Type(f64, {clients, 3}), Type(f64, {clients})}));
+    const std::vector<Array> args = {random_array({clients, 3}, f64, 5),
+                                     random_array({clients}, f64, 6, 0.5, 2)};
+    const std::vector<Array> alone = compile(p).run(args);
+    for (int size : {2, 3}) {
+      std::vector<std::vector<Array>> got(static_cast<size_t>(size));
+      as_processes(size, 2, [&](int rank, const Mesh& mesh) {
+        got[static_cast<size_t>(rank)] = compile(p, mesh).run(own_rows(p, args, rank, size));
+      });
+      for (int r = 0; r < size; ++r)
+        EXPECT_TRUE(BitwiseEqual(got[static_cast<size_t>(r)], alone))
+            << clients << " clients, rank " << r << " of " << size;
+    }
+  }
+}
+
 TEST(ThreadsAsProcesses, MeshesNameTheirProcessesAndClientWorkRunsInProcess) {
   auto group = std::make_shared<ThreadsAsProcesses>(std::make_shared<Board>(3), 1, 3);
   const Mesh m({{"clients", 2}, {"model", 4}}, "clients", group);
