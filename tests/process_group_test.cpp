@@ -87,8 +87,7 @@ class ThreadsAsProcesses : public ProcessGroup {
 };
 
 // Runs fn(rank, mesh of that rank) on `size` threads at once.
-void as_processes(int size, int devices,
-                  const std::function<void(int, const Mesh&)>& fn) {
+void as_processes(int size, int devices, const std::function<void(int, const Mesh&)>& fn) {
   auto board = std::make_shared<Board>(size);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r)
@@ -122,28 +121,27 @@ Value loss(Value w, Value x, Value y) { return mean(square(sum(sin(matmul(x, w))
 // A round of 2 local steps and its hypergradient in the learning rate, with max and min
 // reductions besides means.
 Program round_and_hypergradient(int64_t clients) {
-  auto f = program(
-      {{"clients", clients}},
-      [](Value w, Value lr, Value xs, Value ys) -> std::vector<Value> {
-        auto round = [&](Value v, Value eta) -> std::vector<Value> {
-          std::vector<Value> r = map_fn(
-              [](Value wi, Value e, Value x, Value y) -> std::vector<Value> {
-                Value u = wi;
-                for (int k = 0; k < 2; ++k) u = u - e * grad(loss)(u, x, y);
-                return {wi - u, loss(u, x, y)};
-              },
-              broadcast(v), broadcast(eta), xs, ys);
-          return {v - reduce_mean(r[0]), reduce_max(r[1]), reduce_min(r[0])};
-        };
-        std::vector<Value> r = round(w, lr);
-        Value hyper = grad([&](Value eta) {
-          return reduce_mean(map_fn(loss, broadcast(round(w, eta)[0]), xs, ys));
-        })(lr);
-        return {r[0], r[1], r[2], hyper};
-      },
-      {"", "", "clients", "clients"});
-  return simplify(trace(f, {Type(f32, {4, 3}), Type(f32, {}), Type(f32, {clients, 6, 4}),
-                            Type(f32, {clients, 6})}));
+  auto f = program({{"clients", clients}},
+                   [](Value w, Value lr, Value xs, Value ys) -> std::vector<Value> {
+                     auto round = [&](Value v, Value eta) -> std::vector<Value> {
+                       std::vector<Value> r = map_fn(
+                           [](Value wi, Value e, Value x, Value y) -> std::vector<Value> {
+                             Value u = wi;
+                             for (int k = 0; k < 2; ++k) u = u - e * grad(loss)(u, x, y);
+                             return {wi - u, loss(u, x, y)};
+                           },
+                           broadcast(v), broadcast(eta), xs, ys);
+                       return {v - reduce_mean(r[0]), reduce_max(r[1]), reduce_min(r[0])};
+                     };
+                     std::vector<Value> r = round(w, lr);
+                     Value hyper = grad([&](Value eta) {
+                       return reduce_mean(map_fn(loss, broadcast(round(w, eta)[0]), xs, ys));
+                     })(lr);
+                     return {r[0], r[1], r[2], hyper};
+                   },
+                   {"", "", "clients", "clients"});
+  return simplify(trace(
+      f, {Type(f32, {4, 3}), Type(f32, {}), Type(f32, {clients, 6, 4}), Type(f32, {clients, 6})}));
 }
 
 TEST(ThreadsAsProcesses, EveryProcessGetsTheBitsOfOneProcess) {

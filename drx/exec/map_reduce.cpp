@@ -15,8 +15,8 @@ namespace drx::exec {
 namespace {
 
 struct Reduction {
-  size_t result;  // which map_fn result it reduces
-  int out;        // the variable it defines
+  size_t result;   // which map_fn result it reduces
+  int out;         // the variable it defines
   std::string op;  // the reduction's primitive, for errors
   std::unique_ptr<RowReducer> prototype;
 };

@@ -10,8 +10,8 @@
 int main(int argc, char** argv) {
   try {
     drx::dist::World& world = drx::dist::init(argc, argv);
-    auto mean_of = drx::program(
-        {{"clients", 6}}, [](drx::Value x) { return drx::reduce_mean(x); }, {"clients"});
+    auto mean_of = drx::program({{"clients", 6}}, [](drx::Value x) { return drx::reduce_mean(x); },
+                                {"clients"});
     auto f = drx::jit(mean_of, world.mesh("clients"));
     const auto [first, end] = world.clients(6);
     drx::Array mine(drx::f32, {end - first});
