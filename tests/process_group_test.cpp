@@ -101,7 +101,7 @@ void as_processes(int size, int devices, const std::function<void(int, const Mes
 // The rows `rank` holds of each placed argument; the others' are 0.
 std::vector<Array> own_rows(const Program& p, std::vector<Array> args, int rank, int size) {
   for (size_t i = 0; i < args.size(); ++i) {
-    const Type& t = p.input_types()[i];
+    const Type t = p.input_types()[i];  // input_types() returns a copy
     if (t.placement.empty()) continue;
     const int64_t n = t.shape[0];
     const size_t row = args[i].nbytes() / static_cast<size_t>(n);

@@ -32,7 +32,7 @@ Mesh dist_mesh() { return world().mesh("clients", devices_per_process()); }
 std::vector<Array> as_this_process_passes(const Program& p, const std::vector<Array>& args) {
   std::vector<Array> out;
   for (size_t i = 0; i < args.size(); ++i) {
-    const Type& t = p.input_types()[i];
+    const Type t = p.input_types()[i];  // input_types() returns a copy
     out.push_back(t.placement.empty()
                       ? args[i]
                       : dist::place_rows(dist::local_rows(args[i], world()), t.shape[0], world()));
