@@ -1,5 +1,6 @@
 #include "drx/dist/mpi_group.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -90,28 +91,44 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
           "MPI_Isend", what);
     bytes_sent_ += to[k].size();
   }
-  std::vector<int> pending;
+  // A matched message is received with MPI_Irecv and tested, never with a blocking MPI_Recv: a
+  // large message moves in fragments, and a sender that stops between two of them would leave a
+  // blocking receive waiting past every deadline.
+  struct Incoming {
+    int source;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::vector<Incoming> pending;
   for (int s = 0; s < size_; ++s)
-    if (recv[static_cast<size_t>(s)] && s != rank_) pending.push_back(s);
+    if (recv[static_cast<size_t>(s)] && s != rank_) pending.push_back({s});
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(timeout_s_.load()));
   auto last_progress = Clock::now();
   for (;;) {
     bool progress = false;
     for (size_t i = 0; i < pending.size();) {
+      Incoming& in = pending[i];
       int flag = 0;
-      MPI_Status status;
-      check(MPI_Iprobe(pending[i], tag, comm_, &flag, &status), "MPI_Iprobe", what);
+      if (in.request == MPI_REQUEST_NULL) {
+        MPI_Status status;
+        check(MPI_Iprobe(in.source, tag, comm_, &flag, &status), "MPI_Iprobe", what);
+        if (flag) {
+          int count = 0;
+          MPI_Get_count(&status, MPI_BYTE, &count);
+          std::string& m = got[static_cast<size_t>(in.source)];
+          m.resize(static_cast<size_t>(count));
+          check(MPI_Irecv(m.data(), count, MPI_BYTE, in.source, tag, comm_, &in.request),
+                "MPI_Irecv", what);
+          progress = true;
+        }
+        flag = 0;
+      }
+      if (in.request != MPI_REQUEST_NULL)
+        check(MPI_Test(&in.request, &flag, MPI_STATUS_IGNORE), "MPI_Test", what);
       if (!flag) {
         ++i;
         continue;
       }
-      int count = 0;
-      MPI_Get_count(&status, MPI_BYTE, &count);
-      std::string& m = got[static_cast<size_t>(pending[i])];
-      m.resize(static_cast<size_t>(count));
-      check(MPI_Recv(m.data(), count, MPI_BYTE, pending[i], tag, comm_, MPI_STATUS_IGNORE),
-            "MPI_Recv", what);
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
       progress = true;
     }
@@ -125,7 +142,8 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
       return got;
     }
     if (Clock::now() > deadline) {
-      std::vector<int> silent = pending;
+      std::vector<int> silent;
+      for (const Incoming& in : pending) silent.push_back(in.source);
       if (silent.empty())
         for (size_t i = 0; i < sends.size(); ++i) {
           int done = 0;
@@ -147,7 +165,10 @@ std::vector<std::string> MpiGroup::exchange(const std::vector<std::string>& to,
     // needing both sides to call into MPI. Sleep once nothing has come for a while: a rank
     // waiting for another to finish computing must not take its core.
     const auto now = Clock::now();
-    if (progress) last_progress = now;
+    const bool receiving = std::any_of(pending.begin(), pending.end(), [](const Incoming& in) {
+      return in.request != MPI_REQUEST_NULL;
+    });
+    if (progress || receiving) last_progress = now;
     const auto idle = now - last_progress;
     if (idle < std::chrono::milliseconds(5))
       std::this_thread::yield();
