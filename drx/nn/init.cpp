@@ -34,13 +34,22 @@ const char* init_name(Init init) {
   return "?";
 }
 
+// Rounds v into a (f32 or f64).
+void store(const std::vector<double>& v, Array& a) {
+  if (a.dtype() == DType::f64) {
+    for (size_t i = 0; i < v.size(); ++i) a.data<double>()[i] = v[i];
+  } else {
+    for (size_t i = 0; i < v.size(); ++i) a.data<float>()[i] = static_cast<float>(v[i]);
+  }
+}
+
 }  // namespace
 
 Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out, uint64_t seed,
                  DType dtype) {
   const std::string what = std::string("init_array(") + init_name(init) + ", " + shape_str(shape) +
                            ", " + std::string(dtype_name(dtype)) + ")";
-  if (!is_floating(dtype)) throw Error(what + ": dtype must be floating-point (f32 or f64)");
+  if (dtype != DType::f32 && dtype != DType::f64) throw Error(what + ": dtype must be f32 or f64");
   for (int64_t d : shape)
     if (d < 0) throw Error(what + ": negative dimension");
   Array a(dtype, shape);
@@ -48,31 +57,42 @@ Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out,
   if (fan_in <= 0 || (init == Init::glorot_uniform && fan_out <= 0))
     throw Error(what + ": fan_in and fan_out must be positive, got fan_in " +
                 std::to_string(fan_in) + ", fan_out " + std::to_string(fan_out));
+  if (init == Init::glorot_uniform) {
+    std::mt19937_64 rng(seed);
+    const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+    std::vector<double> v(static_cast<size_t>(a.size()));
+    for (double& x : v) x = limit * (2.0 * unit(rng) - 1.0);
+    store(v, a);
+    return a;
+  }
+  const double gain = init == Init::he_normal ? 2.0 : 1.0;
+  return normal_array(shape, std::sqrt(gain / static_cast<double>(fan_in)), seed, dtype);
+}
+
+Array normal_array(const Shape& shape, double stddev, uint64_t seed, DType dtype) {
+  if (dtype != DType::f32 && dtype != DType::f64)
+    throw Error("normal_array: dtype must be f32 or f64, got " + std::string(dtype_name(dtype)));
+  if (!(stddev >= 0) || !std::isfinite(stddev))
+    throw Error("normal_array: stddev must be finite and not negative, got " +
+                std::to_string(stddev));
+  for (int64_t d : shape)
+    if (d < 0) throw Error("normal_array: negative dimension in " + shape_str(shape));
+  Array a(dtype, shape);
   std::mt19937_64 rng(seed);
   const int64_t n = a.size();
   std::vector<double> v(static_cast<size_t>(n));
-  if (init == Init::glorot_uniform) {
-    const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-    for (double& x : v) x = limit * (2.0 * unit(rng) - 1.0);
-  } else {
-    const double gain = init == Init::he_normal ? 2.0 : 1.0;
-    const double stddev = std::sqrt(gain / static_cast<double>(fan_in));
-    // Box-Muller, both outputs of each pair; 1 - u lies in (0, 1] so the log is finite.
-    for (int64_t i = 0; i < n; i += 2) {
-      const double r = std::sqrt(-2.0 * std::log(1.0 - unit(rng)));
-      const double t = 2.0 * std::numbers::pi * unit(rng);
-      v[static_cast<size_t>(i)] = stddev * r * std::cos(t);
-      if (i + 1 < n) v[static_cast<size_t>(i + 1)] = stddev * r * std::sin(t);
-    }
+  // Box-Muller, both outputs of each pair; 1 - u lies in (0, 1] so the log is finite.
+  for (int64_t i = 0; i < n; i += 2) {
+    const double r = std::sqrt(-2.0 * std::log(1.0 - unit(rng)));
+    const double t = 2.0 * std::numbers::pi * unit(rng);
+    v[static_cast<size_t>(i)] = stddev * r * std::cos(t);
+    if (i + 1 < n) v[static_cast<size_t>(i + 1)] = stddev * r * std::sin(t);
   }
-  if (dtype == DType::f64) {
-    for (int64_t i = 0; i < n; ++i) a.data<double>()[i] = v[static_cast<size_t>(i)];
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      a.data<float>()[i] = static_cast<float>(v[static_cast<size_t>(i)]);
-  }
+  store(v, a);
   return a;
 }
+
+uint64_t derive_init_seed(uint64_t seed, uint64_t stream) { return mix(seed ^ mix(stream)); }
 
 Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init, DType dtype) {
   if (sizes.size() < 2)
@@ -87,7 +107,7 @@ Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init
     std::string index = std::to_string(l);
     index.insert(0, width - index.size(), '0');
     const int64_t in = sizes[l], out = sizes[l + 1];
-    Array w = init_array(weight_init, {in, out}, in, out, mix(seed ^ mix(l)), dtype);
+    Array w = init_array(weight_init, {in, out}, in, out, derive_init_seed(seed, l), dtype);
     Array b = init_array(Init::zeros, {out}, in, out, 0, dtype);
     items.emplace_back("layer" + index, Tree::dict({{"b", Tree(b)}, {"w", Tree(w)}}));
   }

@@ -25,6 +25,13 @@ enum class Init { glorot_uniform, he_normal, lecun_normal, zeros };
 Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out, uint64_t seed,
                  DType dtype = DType::f32);
 
+// N(0, stddev^2) samples of `shape` (f32 or f64), seeded and platform-independent as init_array.
+Array normal_array(const Shape& shape, double stddev, uint64_t seed, DType dtype = DType::f32);
+
+// A seed for stream `stream` (a layer, a leaf) of a model seeded with `seed`: decorrelated from
+// the others (SplitMix64 of both).
+uint64_t derive_init_seed(uint64_t seed, uint64_t stream);
+
 // MLP parameters as a Tree of Arrays: dict {"layer0": {"b": [out], "w": [in, out]}, ...} for
 // sizes = {in, hidden..., out}. Layer keys are zero-padded when there are more than 10 layers, so
 // sorted key order is layer order. Weights from weight_init (each layer its own stream derived
