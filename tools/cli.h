@@ -11,19 +11,17 @@ namespace drx::tool {
 
 // Exit codes of the drx program.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1; // a drx::Error while running a command
-inline constexpr int kExitUsage =
-    2; // unknown command, bad flag or missing argument
+inline constexpr int kExitError = 1;  // a drx::Error while running a command
+inline constexpr int kExitUsage = 2;  // unknown command, bad flag or missing argument
 
 // A command line the program does not understand (exit code 2).
 class UsageError : public Error {
-public:
+ public:
   using Error::Error;
 };
 
 // Runs `drx args...` (args excludes the program name); returns the exit code.
 // Never throws: errors are printed to `err` as "drx: error: ...".
-int main(const std::vector<std::string> &args, std::ostream &out,
-         std::ostream &err);
+int main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
-} // namespace drx::tool
+}  // namespace drx::tool

@@ -5,7 +5,7 @@
 
 #include "tools/cli.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   int code = drx::tool::main(args, std::cout, std::cerr);
   std::cout.flush();

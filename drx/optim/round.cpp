@@ -6,6 +6,7 @@
 #include "drx/nn/nn.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
+#include "drx/optim/tx_support.h"
 #include "drx/privacy/dp_fedavg.h"
 #include "drx/random/random.h"
 #include "drx/trace/tree_math.h"
@@ -15,23 +16,9 @@
 
 namespace drx::optim {
 
-namespace {
+using detail::param_values;
 
-// Params as Values (Array leaves become constants) and their common floating dtype.
-Tree param_values(const Tree& params, const char* op, DType* dtype) {
-  std::vector<Tree> leaves = tree_leaves(params), vs;
-  if (leaves.empty()) throw Error(std::string(op) + ": params tree has no leaves");
-  for (const Tree& l : leaves) {
-    Value v = l.kind() == Tree::Kind::array ? constant(l.array()) : l.value();
-    if (vs.empty()) *dtype = v.dtype();
-    if (!is_floating(v.dtype()) || v.dtype() != *dtype || !v.type().placement.empty())
-      throw Error(std::string(op) +
-                  ": params must be unplaced floating-point leaves of one dtype, got " +
-                  v.type().str() + " (first leaf " + std::string(dtype_name(*dtype)) + ")");
-    vs.emplace_back(v);
-  }
-  return tree_unflatten(params, vs);
-}
+namespace {
 
 // Checks the dataset and the per-client batch grids; returns the grid's [steps, batch].
 std::pair<int64_t, int64_t> check_data(const char* op, int64_t clients, const Value& x,

@@ -146,4 +146,19 @@ GradientTransformation optimizer(std::string name, GradientTransformation tx) {
   return t;
 }
 
+Tree param_values(const Tree& params, const char* op, DType* dtype) {
+  std::vector<Tree> leaves = tree_leaves(params), vs;
+  if (leaves.empty()) throw Error(std::string(op) + ": params tree has no leaves");
+  for (const Tree& l : leaves) {
+    Value v = l.kind() == Tree::Kind::array ? constant(l.array()) : l.value();
+    if (vs.empty()) *dtype = v.dtype();
+    if (!is_floating(v.dtype()) || v.dtype() != *dtype || !v.type().placement.empty())
+      throw Error(std::string(op) +
+                  ": params must be unplaced floating-point leaves of one dtype, got " +
+                  v.type().str() + " (first leaf " + std::string(dtype_name(*dtype)) + ")");
+    vs.emplace_back(v);
+  }
+  return tree_unflatten(params, vs);
+}
+
 }  // namespace drx::optim::detail

@@ -34,6 +34,10 @@ void check_state_keys(const std::string& op, const Tree& state,
 // Throws unless state is the empty list (a transformation without state).
 void check_empty_state(const std::string& op, const Tree& state);
 
+// Params as Values (Array leaves become constants), checked to be unplaced floating-point
+// leaves of one dtype, which is stored in *dtype; throws drx::Error naming `op` otherwise.
+Tree param_values(const Tree& params, const char* op, DType* dtype);
+
 // The step counter: an i32 scalar 0, an Array if every leaf of `params` is an Array (init on
 // host trees), else a Value.
 Tree zero_count(const Tree& params);

@@ -11,48 +11,31 @@
 
 #include "drx/data/idx.h"
 #include "tools/cli.h"
+#include "tools/flags.h"
 
 namespace drx::tool::fedavg {
 namespace {
 
+constexpr const char* kCommand = "fedavg";
+
 [[noreturn]] void bad(const std::string& flag, const std::string& value, const std::string& want) {
-  throw UsageError("fedavg: " + flag + " expects " + want + ", got '" + value + "'");
+  throw UsageError(std::string(kCommand) + ": " + flag + " expects " + want + ", got '" + value +
+                   "'");
 }
 
 int64_t parse_int(const std::string& flag, const std::string& text, int64_t min, int64_t max) {
-  const std::string want =
-      max == INT64_MAX ? "an integer >= " + std::to_string(min)
-                       : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max) bad(flag, text, want);
-  return v;
+  return flags::parse_int(kCommand, flag, text, min, max);
 }
-
-// min_open: the value must be > min; else >= min. max_open: < max; else <= max.
 double parse_real(const std::string& flag, const std::string& text, double min, bool min_open,
                   double max, bool max_open) {
-  std::ostringstream want;
-  want << "a number " << (min_open ? "> " : ">= ") << min;
-  if (std::isfinite(max)) want << " and " << (max_open ? "< " : "<= ") << max;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
-      (min_open ? v <= min : v < min) || (max_open ? v >= max : v > max))
-    bad(flag, text, want.str());
-  return v;
+  return flags::parse_real(kCommand, flag, text, min, min_open, max, max_open);
 }
-
 std::string parse_choice(const std::string& flag, const std::string& text,
                          const std::vector<std::string>& choices) {
-  std::string want = "one of";
-  for (size_t i = 0; i < choices.size(); ++i) want += (i ? "|" : " ") + choices[i];
-  for (const std::string& c : choices)
-    if (text == c) return text;
-  bad(flag, text, want);
+  return flags::parse_choice(kCommand, flag, text, choices);
 }
+std::string fmt(double v) { return flags::exact(v); }
+std::string short_num(double v) { return flags::brief(v); }
 
 std::vector<int64_t> parse_sizes(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
@@ -72,19 +55,6 @@ std::vector<int64_t> parse_sizes(const std::string& flag, const std::string& tex
   return out;
 }
 
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
-// Shortest text for help output (0.1 rather than 0.10000000000000001).
-std::string short_num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 std::string sizes_text(const std::vector<int64_t>& sizes) {
   std::string s;
   for (size_t i = 0; i < sizes.size(); ++i) s += (i ? "," : "") + std::to_string(sizes[i]);
@@ -97,8 +67,7 @@ Options parse_options(const std::vector<std::string>& args) {
   Options o;
   o.data_dir = data::kFashionMnistDir;
   bool epochs_given = false, steps_given = false;
-  using Setter = std::function<void(const std::string& flag, const std::string& value)>;
-  const std::map<std::string, Setter> valued = {
+  const std::map<std::string, flags::Setter> valued = {
       {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
       {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
       {"--export-rounds", [&](auto&, auto& v) { o.export_rounds = v; }},
@@ -143,15 +112,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--adam-beta2",
        [&](auto& f, auto& v) { o.adam_beta2 = parse_real(f, v, 0, false, 1, true); }},
       {"--adam-eps", [&](auto& f, auto& v) { o.adam_eps = parse_real(f, v, 0, true, 1e6, false); }},
-      {"--seed",
-       [&](auto& f, auto& v) {
-         char* end = nullptr;
-         errno = 0;
-         unsigned long long s = std::strtoull(v.c_str(), &end, 10);
-         if (v.empty() || v[0] == '-' || *end != '\0' || errno == ERANGE)
-           bad(f, v, "an integer in [0, 2^64)");
-         o.seed = s;
-       }},
+      {"--seed", [&](auto& f, auto& v) { o.seed = flags::parse_seed(kCommand, f, v); }},
       {"--dp-clip",
        [&](auto& f, auto& v) {
          o.dp_clip = v == "inf" ? INFINITY : parse_real(f, v, 0, true, 1e12, false);
@@ -184,30 +145,7 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
       {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
   };
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i], value;
-    bool inline_value = false;
-    if (size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      inline_value = true;
-    }
-    if (auto s = switches.find(flag); s != switches.end()) {
-      if (inline_value)
-        throw UsageError("fedavg: " + flag + " takes no value, got '" + args[i] + "'");
-      s->second();
-    } else if (auto v = valued.find(flag); v != valued.end()) {
-      if (!inline_value) {
-        if (i + 1 == args.size()) throw UsageError("fedavg: " + flag + " needs a value");
-        value = args[++i];
-      }
-      v->second(flag, value);
-    } else if (flag.starts_with("-")) {
-      throw UsageError("fedavg: unknown flag '" + flag + "'");
-    } else {
-      throw UsageError("fedavg: unexpected argument '" + args[i] + "' (every option is a --flag)");
-    }
-  }
+  flags::parse(kCommand, args, valued, switches);
   if (o.help) return o;
   if (epochs_given && steps_given)
     throw UsageError("fedavg: --epochs and --local-steps exclude each other; give one");

@@ -13,28 +13,33 @@ namespace drx::tool::fedavg {
 
 Ranks::~Ranks() = default;
 
-Ranks::Ranks(const Options& o) {
-#ifdef DRX_HAVE_MPI
-  if (!o.mpi && !dist::launched_by_mpirun()) return;
-  if (!o.export_rounds.empty())
+Ranks::Ranks(const Options& o) : Ranks("fedavg", o.mpi, o.mpi_timeout) {
+  if (distributed_ && !o.export_rounds.empty())
     throw Error(
         "fedavg: --export-rounds writes every client's data, which no rank of an MPI run holds; "
         "export from a run of one process");
-  dist::World& w = dist::init(dist::Options{o.mpi_timeout});
-  w.set_timeout_s(o.mpi_timeout);
+}
+
+Ranks::Ranks(const std::string& command, bool mpi, double mpi_timeout) {
+#ifdef DRX_HAVE_MPI
+  (void)command;
+  if (!mpi && !dist::launched_by_mpirun()) return;
+  dist::World& w = dist::init(dist::Options{mpi_timeout});
+  w.set_timeout_s(mpi_timeout);
   distributed_ = true;
   rank_ = w.rank();
   size_ = w.size();
 #else
-  if (o.mpi || std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"))
-    throw Error(
-        "fedavg: this drx was built without MPI (-DDRX_MPI=OFF), so it cannot run as ranks of "
-        "mpirun; rebuild with libopenmpi-dev installed (scripts/setup.sh)");
+  (void)mpi_timeout;
+  if (mpi || std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"))
+    throw Error(command +
+                ": this drx was built without MPI (-DDRX_MPI=OFF), so it cannot run as ranks of "
+                "mpirun; rebuild with libopenmpi-dev installed (scripts/setup.sh)");
 #endif
 }
 
-int64_t Ranks::threads(const Options& o) const {
-  if (o.threads > 0 || !distributed_) return o.threads;
+int64_t Ranks::threads(int64_t requested) const {
+  if (requested > 0 || !distributed_) return requested;
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   const int64_t here = local ? std::max(1, std::atoi(local)) : size_;
   const int64_t cores = std::max(1u, std::thread::hardware_concurrency());

@@ -22,6 +22,8 @@ class Ranks {
   // Starts MPI when o.mpi is set or mpirun started this process; throws
   // drx::Error where drx was built without MPI.
   explicit Ranks(const Options& o);
+  // The same for `command` (named in errors) with --mpi and --mpi-timeout.
+  Ranks(const std::string& command, bool mpi, double mpi_timeout);
   ~Ranks();
 
   bool distributed() const { return distributed_; }
@@ -29,9 +31,9 @@ class Ranks {
   int size() const { return size_; }
   bool is_root() const { return rank_ == 0; }
 
-  // The --threads a rank runs with: o.threads, else under MPI the host's
-  // cores shared by its ranks.
-  int64_t threads(const Options& o) const;
+  // The --threads a rank runs with: `requested` when > 0, else under MPI the
+  // host's cores shared by its ranks (0, drx's default, for one process).
+  int64_t threads(int64_t requested) const;
   // The mesh the round runs on: the clients axis over every rank (with
   // --devices threads each); nullopt for one process.
   std::optional<Mesh> round_mesh(int64_t devices) const;

@@ -637,7 +637,7 @@ std::string report_line(const Options& o, const RunSummary& summary, int64_t sta
 
 RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0, std::ostream& out,
                      std::ostream& progress_os, bool terminal) {
-  ThreadsScope threads(ranks.threads(o));
+  ThreadsScope threads(ranks.threads(o.threads));
   Progress progress(progress_os, terminal, o.quiet || !ranks.is_root());
   const std::string ckpt_path = join(o.out_dir, kCheckpointFile);
   const Inputs in = load_inputs(o, ranks, ckpt_path);

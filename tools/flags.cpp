@@ -1,0 +1,108 @@
+#include "tools/flags.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "tools/cli.h"
+
+namespace drx::tool::flags {
+namespace {
+
+[[noreturn]] void bad(const std::string& command, const std::string& flag, const std::string& value,
+                      const std::string& want) {
+  throw UsageError(command + ": " + flag + " expects " + want + ", got '" + value + "'");
+}
+
+}  // namespace
+
+void parse(const std::string& command, const std::vector<std::string>& args,
+           const std::map<std::string, Setter>& valued,
+           const std::map<std::string, std::function<void()>>& switches) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i], value;
+    bool inline_value = false;
+    if (size_t eq = flag.find('='); flag.starts_with("--") && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      inline_value = true;
+    }
+    if (auto s = switches.find(flag); s != switches.end()) {
+      if (inline_value)
+        throw UsageError(command + ": " + flag + " takes no value, got '" + args[i] + "'");
+      s->second();
+    } else if (auto v = valued.find(flag); v != valued.end()) {
+      if (!inline_value) {
+        if (i + 1 == args.size()) throw UsageError(command + ": " + flag + " needs a value");
+        value = args[++i];
+      }
+      v->second(flag, value);
+    } else if (flag.starts_with("-")) {
+      throw UsageError(command + ": unknown flag '" + flag + "'");
+    } else {
+      throw UsageError(command + ": unexpected argument '" + args[i] +
+                       "' (every option is a --flag)");
+    }
+  }
+}
+
+int64_t parse_int(const std::string& command, const std::string& flag, const std::string& text,
+                  int64_t min, int64_t max) {
+  const std::string want =
+      max == INT64_MAX ? "an integer >= " + std::to_string(min)
+                       : "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+    bad(command, flag, text, want);
+  return v;
+}
+
+double parse_real(const std::string& command, const std::string& flag, const std::string& text,
+                  double min, bool min_open, double max, bool max_open) {
+  std::ostringstream want;
+  want << "a number " << (min_open ? "> " : ">= ") << min;
+  if (std::isfinite(max)) want << " and " << (max_open ? "< " : "<= ") << max;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
+      (min_open ? v <= min : v < min) || (max_open ? v >= max : v > max))
+    bad(command, flag, text, want.str());
+  return v;
+}
+
+std::string parse_choice(const std::string& command, const std::string& flag,
+                         const std::string& text, const std::vector<std::string>& choices) {
+  std::string want = "one of";
+  for (size_t i = 0; i < choices.size(); ++i) want += (i ? "|" : " ") + choices[i];
+  for (const std::string& c : choices)
+    if (text == c) return text;
+  bad(command, flag, text, want);
+}
+
+uint64_t parse_seed(const std::string& command, const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long s = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
+    bad(command, flag, text, "an integer in [0, 2^64)");
+  return s;
+}
+
+std::string exact(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string brief(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace drx::tool::flags

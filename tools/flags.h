@@ -1,0 +1,35 @@
+#pragma once
+// Command-line flags shared by the training commands (drx fedavg, drx lm): `--flag VALUE`,
+// `--flag=VALUE` and switches, with UsageErrors that name the command, the flag and what it
+// expects.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace drx::tool::flags {
+
+using Setter = std::function<void(const std::string& flag, const std::string& value)>;
+
+// Runs each flag's setter (or switch) in order. Throws UsageError ("COMMAND: ...") for an
+// unknown flag, a missing value, a value given to a switch or a positional argument.
+void parse(const std::string& command, const std::vector<std::string>& args,
+           const std::map<std::string, Setter>& valued,
+           const std::map<std::string, std::function<void()>>& switches);
+
+// The value parsers; each throws UsageError "COMMAND: FLAG expects ..., got 'TEXT'".
+int64_t parse_int(const std::string& command, const std::string& flag, const std::string& text,
+                  int64_t min, int64_t max);
+// min_open: the value must be > min; else >= min. max_open: < max; else <= max.
+double parse_real(const std::string& command, const std::string& flag, const std::string& text,
+                  double min, bool min_open, double max, bool max_open);
+std::string parse_choice(const std::string& command, const std::string& flag,
+                         const std::string& text, const std::vector<std::string>& choices);
+uint64_t parse_seed(const std::string& command, const std::string& flag, const std::string& text);
+
+// Round-trip text of a number (checkpoint fields); the shortest text (help output).
+std::string exact(double v);
+std::string brief(double v);
+
+}  // namespace drx::tool::flags
