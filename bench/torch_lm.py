@@ -26,10 +26,33 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+def _preset_thread_env(argv):
+    """Before torch (libgomp, OpenBLAS) loads: make --threads T the whole thread budget. Debian's
+    torch does its matrix products in the pthreads build of OpenBLAS, whose own pool defaults to
+    every core regardless of torch.set_num_threads, so OPENBLAS_NUM_THREADS is set to T; and GNU
+    OpenMP's spinning workers fight those threads (and any other load) for the cores, which made
+    2-thread rounds several times slower than 1-thread ones on a 2-core machine, so
+    OMP_WAIT_POLICY defaults to PASSIVE. Values already in the environment are kept."""
+    threads = None
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            threads = argv[i + 1]
+        elif arg.startswith("--threads="):
+            threads = arg.split("=", 1)[1]
+    if threads is not None and threads.isdigit() and int(threads) > 0:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", threads)
+        os.environ.setdefault("OMP_NUM_THREADS", threads)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+if __name__ == "__main__":
+    _preset_thread_env(sys.argv[1:])
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 T_START = time.perf_counter()
 
@@ -618,6 +641,8 @@ def main(argv=None):
         print(json.dumps({"variant": a.variant, "algorithm": a.algorithm,
                           "threads": torch.get_num_threads(), "rounds": len(rows),
                           "median_round_s": med, "heldout_bpb": heldout, "train_bpb": train_bpb,
+                          "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+                          "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
                           "params": n_params, "tokens_per_round": tokens,
                           "flops_per_round_6NT": flops}), flush=True)
     return 0 if math.isfinite(train_bpb) else 1

@@ -5,6 +5,7 @@
 
 #include "tools/commands/commands.h"
 #include "tools/fedavg/options.h"
+#include "tools/lm/options.h"
 
 #ifndef DRX_VERSION
 #define DRX_VERSION "unknown"
@@ -124,6 +125,7 @@ const std::vector<Command>& commands() {
        aggregate_command},
       {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
        fedavg_command},
+      {"lm", lm::usage_text(), lm::summary_text(), lm::details_text(), lm_command},
   };
   return all;
 }

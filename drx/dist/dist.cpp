@@ -141,6 +141,16 @@ std::string World::broadcast(const std::string& bytes, const std::string& what) 
   return g.exchange(to, send, recv, what)[0];
 }
 
+std::vector<std::string> World::gather(const std::string& bytes, const std::string& what) const {
+  const MpiGroup& g = group();
+  const auto n = static_cast<size_t>(g.size());
+  std::vector<bool> send(n, false), recv(n, g.rank() == 0);
+  send[0] = true;
+  std::vector<std::string> got = g.exchange(std::vector<std::string>(n, bytes), send, recv, what);
+  if (g.rank() != 0) return {};
+  return got;
+}
+
 int64_t World::min(int64_t value, const std::string& what) const {
   std::string bytes(sizeof value, '\0');
   std::memcpy(bytes.data(), &value, sizeof value);

@@ -67,6 +67,8 @@ class World {
   // Rank 0's `bytes`, on every process (what the others pass is ignored).
   // `what` names the transfer in errors.
   std::string broadcast(const std::string& bytes, const std::string& what) const;
+  // On rank 0: every process's `bytes`, in rank order; elsewhere: nothing.
+  std::vector<std::string> gather(const std::string& bytes, const std::string& what) const;
   // The least of every process's `value`.
   int64_t min(int64_t value, const std::string& what) const;
   // Returns once every process has called it.

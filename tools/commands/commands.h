@@ -27,6 +27,7 @@ int export_command(const Args& args, std::ostream& out, std::ostream& err);
 int split_command(const Args& args, std::ostream& out, std::ostream& err);
 int aggregate_command(const Args& args, std::ostream& out, std::ostream& err);
 int fedavg_command(const Args& args, std::ostream& out, std::ostream& err);
+int lm_command(const Args& args, std::ostream& out, std::ostream& err);
 
 // Every subcommand, in the order `drx help` lists them.
 const std::vector<Command> &commands();

@@ -14,7 +14,7 @@ using svg::Panel;
 using svg::polyline;
 using svg::xml_escape;
 
-bool MetricsRow::evaluated() const { return !std::isnan(test_accuracy); }
+bool MetricsRow::evaluated() const { return !std::isnan(test_loss); }
 
 std::string metrics_csv(const std::vector<MetricsRow>& rows) {
   const bool dp = std::any_of(rows.begin(), rows.end(),

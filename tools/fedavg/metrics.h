@@ -16,7 +16,7 @@ struct MetricsRow {
   // DP runs: the (epsilon, --dp-delta) guarantee after this round, on evaluated rounds;
   // NaN otherwise. Not checkpointed: it is a function of the round and the DP flags.
   double epsilon = std::numeric_limits<double>::quiet_NaN();
-  bool evaluated() const;
+  bool evaluated() const;  // a test loss was recorded
 };
 
 // "round,train_loss,test_loss,test_accuracy,elapsed_s" (and ",epsilon" when a row has one)

@@ -21,8 +21,9 @@ void format_duration(char* buf, int size, double seconds) {
   }
 }
 
-Progress::Progress(std::ostream& os, bool terminal, bool quiet)
-    : os_(os), terminal_(terminal), quiet_(quiet) {}
+Progress::Progress(std::ostream& os, bool terminal, bool quiet, const char* metric,
+                   const char* metric_key)
+    : os_(os), terminal_(terminal), quiet_(quiet), metric_(metric), metric_key_(metric_key) {}
 
 void Progress::update(int64_t round, int64_t rounds, double train_loss, double test_accuracy,
                       double elapsed_s, double rate_s) {
@@ -40,15 +41,15 @@ void Progress::update(int64_t round, int64_t rounds, double train_loss, double t
     int filled = rounds > 0 ? static_cast<int>(kBar * round / rounds) : kBar;
     std::string bar = std::string(filled, '#') + std::string(kBar - filled, '.');
     std::snprintf(line, sizeof line,
-                  "\rround %lld/%lld [%s] loss %.4f  test acc %s  %s  eta %s\033[K",
+                  "\rround %lld/%lld [%s] loss %.4f  %s %s  %s  eta %s\033[K",
                   static_cast<long long>(round), static_cast<long long>(rounds), bar.c_str(),
-                  train_loss, acc, elapsed, eta);
+                  train_loss, metric_, acc, elapsed, eta);
     os_ << line << std::flush;
     open_line_ = true;
   } else {
-    std::snprintf(line, sizeof line, "round %lld/%lld loss %.4f test_acc %s elapsed %s eta %s\n",
-                  static_cast<long long>(round), static_cast<long long>(rounds), train_loss, acc,
-                  elapsed, eta);
+    std::snprintf(line, sizeof line, "round %lld/%lld loss %.4f %s %s elapsed %s eta %s\n",
+                  static_cast<long long>(round), static_cast<long long>(rounds), train_loss,
+                  metric_key_, acc, elapsed, eta);
     os_ << line << std::flush;
   }
 }

@@ -8,9 +8,12 @@ namespace drx::tool::fedavg {
 class Progress {
  public:
   // terminal: redraw one line with '\r'; otherwise print one plain line per round.
-  // quiet: print nothing.
-  Progress(std::ostream& os, bool terminal, bool quiet);
-  // After round `round` of `rounds`; test_accuracy is NaN before the first evaluation.
+  // quiet: print nothing. The evaluation's figure is labelled `metric` on a
+  // terminal and `metric_key` in plain lines.
+  Progress(std::ostream& os, bool terminal, bool quiet, const char* metric = "test acc",
+           const char* metric_key = "test_acc");
+  // After round `round` of `rounds`; test_accuracy (the evaluation's figure) is NaN before the
+  // first evaluation.
   // `rate_s` is the recent seconds per round, for the ETA.
   void update(int64_t round, int64_t rounds, double train_loss, double test_accuracy,
               double elapsed_s, double rate_s);
@@ -20,6 +23,7 @@ class Progress {
  private:
   std::ostream& os_;
   bool terminal_, quiet_;
+  const char *metric_, *metric_key_;
   bool open_line_ = false;
 };
 

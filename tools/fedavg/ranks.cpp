@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "drx/array/error.h"
@@ -75,6 +76,29 @@ std::string Ranks::from_root(const std::function<std::string()>& make,
   return dist::world().broadcast(is_root() ? make() : std::string(), what);
 }
 
+Array Ranks::gather_rows(const Array& global, int64_t slots, const std::string& what) const {
+  if (!distributed_ || size_ == 1) return global;
+  if (global.ndim() < 1 || global.shape()[0] != slots)
+    throw Error("gather_rows: " + what + " has shape " + shape_str(global.shape()) +
+                ", not one row per slot of " + std::to_string(slots));
+  const size_t row = slots > 0 ? global.nbytes() / static_cast<size_t>(slots) : 0;
+  const auto [first, end] = clients(slots);
+  const std::string mine(static_cast<const char*>(global.raw()) + static_cast<size_t>(first) * row,
+                         static_cast<size_t>(end - first) * row);
+  const std::vector<std::string> parts = dist::world().gather(mine, what);
+  if (!is_root()) return global;
+  Array all(global.dtype(), global.shape());
+  size_t at = 0;
+  for (const std::string& part : parts) {
+    if (at + part.size() > all.nbytes())
+      throw Error("gather_rows: the ranks sent more rows of " + what + " than " +
+                  std::to_string(slots));
+    std::memcpy(static_cast<char*>(all.raw()) + at, part.data(), part.size());
+    at += part.size();
+  }
+  return all;
+}
+
 std::shared_ptr<void> Ranks::activity(const std::string& what) const {
   if (!distributed_) return nullptr;
   return std::make_shared<dist::Activity>(what);
@@ -101,6 +125,7 @@ bool Ranks::root_decides(bool value, const std::string&) const { return value; }
 std::string Ranks::from_root(const std::function<std::string()>& make, const std::string&) const {
   return make();
 }
+Array Ranks::gather_rows(const Array& global, int64_t, const std::string&) const { return global; }
 std::shared_ptr<void> Ranks::activity(const std::string&) const { return nullptr; }
 uint64_t Ranks::most_bytes_sent() const { return 0; }
 double Ranks::seconds_communicating() const { return 0; }

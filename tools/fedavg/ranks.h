@@ -48,6 +48,10 @@ class Ranks {
   // make() run on rank 0, its bytes sent to every rank.
   std::string from_root(const std::function<std::string()>& make, const std::string& what) const;
 
+  // On rank 0, every rank's rows of a placed result of `slots` rows (each rank's
+  // own rows taken from its `global`); other ranks get `global` back.
+  Array gather_rows(const Array& global, int64_t slots, const std::string& what) const;
+
   // Names the round in the messages of a rank that stops responding, while
   // the result lives.
   std::shared_ptr<void> activity(const std::string& what) const;
