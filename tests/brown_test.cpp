@@ -12,6 +12,7 @@
 #include <string>
 
 #include "test_util.h"
+#include "tests/brown_fixture.h"
 
 namespace {
 
@@ -89,13 +90,7 @@ class SyntheticBrown : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("drx_brown_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::ofstream cats(dir_ / "cats.txt");
-    for (int i = 0; i < 500; ++i) {
-      const std::string id = "c" + std::string(1, static_cast<char>('a' + i % 15)) +
-                             std::to_string(100 + i / 15).substr(1);
-      cats << id << " genre" << i % 15 << "\n";
-      std::ofstream(dir_ / id) << "\n\n\tA/at b/c/nn ./.\n\n  x/y\n";
-    }
+    drx::testing::write_synthetic_brown(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
