@@ -12,6 +12,7 @@
 // A tree is a tag byte then: 0 array: u8 dtype, u32 rank, i64 dims..., its raw bytes in
 // row-major order; 1 list: u64 count, trees; 2 dict: u64 count, (string key, tree)...
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,5 +46,12 @@ Checkpoint read_checkpoint(const std::string& path);
 void check_same_config(const std::vector<std::pair<std::string, std::string>>& saved,
                        const std::vector<std::pair<std::string, std::string>>& current,
                        const std::string& source);
+
+// What a run of `command` starts from: with --resume (`resume`) the checkpoint at `path`, its
+// configuration checked against `fields` (check_same_config); without, nothing, after refusing to
+// replace an earlier run's checkpoint unless `overwrite`. Throws drx::Error naming the way out.
+std::optional<Checkpoint> checkpoint_to_resume(
+    const std::string& command, bool resume, bool overwrite, const std::string& path,
+    const std::vector<std::pair<std::string, std::string>>& fields);
 
 }  // namespace drx::tool::fedavg

@@ -40,8 +40,7 @@ void Progress::update(int64_t round, int64_t rounds, double train_loss, double t
     constexpr int kBar = 20;
     int filled = rounds > 0 ? static_cast<int>(kBar * round / rounds) : kBar;
     std::string bar = std::string(filled, '#') + std::string(kBar - filled, '.');
-    std::snprintf(line, sizeof line,
-                  "\rround %lld/%lld [%s] loss %.4f  %s %s  %s  eta %s\033[K",
+    std::snprintf(line, sizeof line, "\rround %lld/%lld [%s] loss %.4f  %s %s  %s  eta %s\033[K",
                   static_cast<long long>(round), static_cast<long long>(rounds), bar.c_str(),
                   train_loss, metric_, acc, elapsed, eta);
     os_ << line << std::flush;

@@ -1,6 +1,7 @@
 #include "tools/fedavg/ranks.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -13,6 +14,10 @@
 namespace drx::tool::fedavg {
 
 Ranks::~Ranks() = default;
+
+void Ranks::report(const char* what) const {
+  std::fprintf(stderr, "drx: error: rank %d: %s\n", rank_, what);
+}
 
 Ranks::Ranks(const Options& o) : Ranks("fedavg", o.mpi, o.mpi_timeout) {
   if (distributed_ && !o.export_rounds.empty())

@@ -5,6 +5,7 @@
 // writes --out, reads the checkpoint of --resume and sends it to the others
 // (no shared filesystem is assumed), and decides when --max-seconds stops.
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -65,7 +66,23 @@ class Ranks {
   // returns where the run is one process.
   void abort_job() const;
 
+  // fn(); an exception on one of several ranks is printed and ends the job,
+  // since the other ranks would wait for this one forever.
+  template <class F>
+  auto run_or_abort(F&& fn) const -> decltype(fn()) {
+    try {
+      return fn();
+    } catch (const std::exception& e) {
+      if (distributed_ && size_ > 1) {
+        report(e.what());
+        abort_job();
+      }
+      throw;
+    }
+  }
+
  private:
+  void report(const char* what) const;  // "drx: error: rank R: what" on stderr
   bool distributed_ = false;
   int rank_ = 0, size_ = 1;
 };

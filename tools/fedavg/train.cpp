@@ -30,6 +30,7 @@
 #include "tools/fedavg/metrics.h"
 #include "tools/fedavg/progress.h"
 #include "tools/fedavg/ranks.h"
+#include "tools/fedavg/scopes.h"
 
 namespace drx::tool::fedavg {
 namespace {
@@ -163,20 +164,6 @@ void make_out_dir(const std::string& dir) {
                 "': " + (ec ? ec.message() : std::string("not a directory")));
 }
 
-// Sets drx's thread count for the run and restores it afterwards.
-class ThreadsScope {
- public:
-  explicit ThreadsScope(int64_t n) : saved_(num_threads()) {
-    if (n > 0) set_num_threads(static_cast<int>(n));
-  }
-  ~ThreadsScope() {
-    if (num_threads() != saved_) set_num_threads(saved_);
-  }
-
- private:
-  int saved_;
-};
-
 std::string run_title(const Options& o) {
   std::ostringstream os;
   os << "drx fedavg: " << o.partition << ", " << o.clients << " clients, cohort " << o.cohort
@@ -203,21 +190,9 @@ int64_t bucket_down(int64_t n) {
   return n / unit * unit;
 }
 
-// The checkpoint a --resume continues; without --resume, refuses to replace an earlier run.
-std::optional<Checkpoint> checkpoint_to_resume(const Options& o, const std::string& ckpt_path) {
-  if (!o.resume) {
-    // An earlier run's results are not replaced by accident.
-    if (!o.overwrite && std::filesystem::exists(ckpt_path))
-      throw Error("fedavg: '" + ckpt_path +
-                  "' holds the checkpoint of an earlier run; pass --resume to continue it, "
-                  "--overwrite to start over, or choose another --out");
-    return std::nullopt;
-  }
-  if (!std::filesystem::exists(ckpt_path))
-    throw Error("--resume: no checkpoint '" + ckpt_path + "' to resume from");
-  Checkpoint c = read_checkpoint(ckpt_path);
-  check_same_config(c.config, trajectory_fields(o), ckpt_path);
-  return c;
+std::optional<Checkpoint> checkpoint_to_resume(const Options& o, const std::string& path) {
+  return tool::fedavg::checkpoint_to_resume("fedavg", o.resume, o.overwrite, path,
+                                            trajectory_fields(o));
 }
 
 data::Dataset load_split(const Options& o, data::Split split) {
@@ -321,20 +296,6 @@ void remove_temp_leftovers(const std::string& dir) {
       fs::remove(it->path(), ignored);
   }
 }
-
-// Spreads the clients over --devices devices for as long as it lives.
-class DevicesScope {
- public:
-  explicit DevicesScope(int64_t devices) {
-    if (devices <= 1) return;
-    mesh_.emplace(std::vector<Mesh::Axis>{{"clients", static_cast<int>(devices)}});
-    scope_.emplace(*mesh_);
-  }
-
- private:
-  std::optional<Mesh> mesh_;
-  std::optional<MeshScope> scope_;
-};
 
 // The largest step count any cohort can need, which caps the bucketed step counts.
 int64_t most_local_steps(const Options& o, const data::Partition& partition) {
@@ -692,16 +653,7 @@ RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progres
                       bool terminal) {
   const Clock::time_point t0 = Clock::now();
   const Ranks ranks(o);
-  try {
-    return run_ranks(o, ranks, t0, out, progress_os, terminal);
-  } catch (const std::exception& e) {
-    // An error of this rank alone would leave the others waiting for it.
-    if (ranks.distributed() && ranks.size() > 1) {
-      std::fprintf(stderr, "drx: error: rank %d: %s\n", ranks.rank(), e.what());
-      ranks.abort_job();
-    }
-    throw;
-  }
+  return ranks.run_or_abort([&] { return run_ranks(o, ranks, t0, out, progress_os, terminal); });
 }
 
 }  // namespace drx::tool::fedavg

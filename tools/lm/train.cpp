@@ -23,6 +23,7 @@
 #include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/progress.h"
 #include "tools/fedavg/ranks.h"
+#include "tools/fedavg/scopes.h"
 #include "tools/lm/flops.h"
 #include "tools/svg_plot.h"
 
@@ -172,18 +173,7 @@ std::string tree_signature(const Tree& t) {
 }
 
 std::optional<Checkpoint> checkpoint_to_resume(const Options& o, const std::string& path) {
-  if (!o.resume) {
-    if (!o.overwrite && std::filesystem::exists(path))
-      throw Error("lm: '" + path +
-                  "' holds the checkpoint of an earlier run; pass --resume to continue it, "
-                  "--overwrite to start over, or choose another --out");
-    return std::nullopt;
-  }
-  if (!std::filesystem::exists(path))
-    throw Error("--resume: no checkpoint '" + path + "' to resume from");
-  Checkpoint c = fedavg::read_checkpoint(path);
-  fedavg::check_same_config(c.config, trajectory_fields(o), path);
-  return c;
+  return fedavg::checkpoint_to_resume("lm", o.resume, o.overwrite, path, trajectory_fields(o));
 }
 
 std::string lm_metrics_csv(const std::vector<MetricsRow>& rows) {
@@ -204,7 +194,7 @@ std::string lm_metrics_csv(const std::vector<MetricsRow>& rows) {
 }
 
 std::string lm_metrics_svg(const std::vector<MetricsRow>& rows, const std::string& title,
-                        double bigram) {
+                           double bigram) {
   std::vector<std::pair<double, double>> train, held;
   double hi = bigram, lo = bigram;
   for (const MetricsRow& r : rows) {
@@ -415,32 +405,6 @@ class Evaluator {
   decltype(jit(std::declval<optim::LmEvalFn>())) fn_;
 };
 
-class ThreadsScope {
- public:
-  explicit ThreadsScope(int64_t n) : saved_(num_threads()) {
-    if (n > 0) set_num_threads(static_cast<int>(n));
-  }
-  ~ThreadsScope() {
-    if (num_threads() != saved_) set_num_threads(saved_);
-  }
-
- private:
-  int saved_;
-};
-
-class DevicesScope {
- public:
-  explicit DevicesScope(int64_t devices) {
-    if (devices <= 1) return;
-    mesh_.emplace(std::vector<Mesh::Axis>{{"clients", static_cast<int>(devices)}});
-    scope_.emplace(*mesh_);
-  }
-
- private:
-  std::optional<Mesh> mesh_;
-  std::optional<MeshScope> scope_;
-};
-
 RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0, std::ostream& out,
                      std::ostream& progress_os, bool terminal) {
   ThreadsScope threads(ranks.threads(o.threads));
@@ -609,15 +573,7 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, Clock::time_point t0,
 RunSummary run_lm(const Options& o, std::ostream& out, std::ostream& progress, bool terminal) {
   const Clock::time_point t0 = Clock::now();
   const Ranks ranks("lm", o.mpi, o.mpi_timeout);
-  try {
-    return run_ranks(o, ranks, t0, out, progress, terminal);
-  } catch (const std::exception& e) {
-    if (ranks.distributed() && ranks.size() > 1) {
-      std::fprintf(stderr, "drx: error: rank %d: %s\n", ranks.rank(), e.what());
-      ranks.abort_job();
-    }
-    throw;
-  }
+  return ranks.run_or_abort([&] { return run_ranks(o, ranks, t0, out, progress, terminal); });
 }
 
 }  // namespace drx::tool::lm
