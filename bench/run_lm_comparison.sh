@@ -61,6 +61,9 @@ if ! "$python" -c 'import torch' >/dev/null 2>&1; then
   exit 0
 fi
 corpus="${data:-$default_data}"
+for ((i = 0; i + 1 < ${#extra[@]}; i++)); do  # a --data among the extra flags wins
+  [[ "${extra[i]}" != --data ]] || corpus="${extra[i + 1]}"
+done
 if [[ ! -f "$corpus/cats.txt" ]]; then
   echo "== run_lm_comparison: skipped, the Brown corpus is not installed at $corpus" \
     "(scripts/setup.sh installs it; or pass --data DIR)"

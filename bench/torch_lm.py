@@ -631,6 +631,8 @@ def main(argv=None):
             log(f"torch_lm: round {r}: training loss is not finite, stopping")
             break
         if ho is not None:
+            if a.out:  # after every evaluation too, so a long run leaves its progress
+                write_metrics(a.out, rows)
             med = statistics.median(round_s[1:]) if len(round_s) > 1 else round_s[0]
             log(f"round {r:4d}  train {train_bpb:.4f}  held-out {ho:.4f} bits/byte  "
                 f"{med:.3f} s/round  {flops / med / 1e9:.2f} GFLOP/s (6NT)")
