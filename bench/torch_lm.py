@@ -539,7 +539,7 @@ def parse_args(argv=None):
     ap.add_argument("--data", default=DEFAULT_DATA)
     ap.add_argument("--out", default=None, help="write OUT/metrics.csv")
     ap.add_argument("--algorithm", choices=["fedavg", "diloco"], default="fedavg")
-    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=80)
     ap.add_argument("--cohort", type=int, default=8)
     ap.add_argument("--local-steps", type=int, default=8)
     ap.add_argument("--batch", type=int, default=8)

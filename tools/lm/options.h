@@ -31,7 +31,7 @@ struct Options {
   // DiLoCo: the outer optimizer (Nesterov momentum SGD).
   double outer_lr = 0.7, outer_momentum = 0.9;
   // Schedule.
-  int64_t rounds = 60;
+  int64_t rounds = 80;
   uint64_t seed = 0;
   int64_t eval_every = 10;
   int64_t eval_windows = 8;  // per held-out document
