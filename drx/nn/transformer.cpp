@@ -136,12 +136,16 @@ Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t h
   auto split_heads = [&](const Value& x) {  // [B, t, d] -> [B, H, t, dh]
     return transpose(reshape(x, {B, t, heads, dh}), {0, 2, 1, 3});
   };
-  Value qh = split_heads(q), kh = split_heads(k), vh = split_heads(v);
+  // q is scaled before the product: t dh multiplications rather than t^2.
+  Value qh = split_heads(q * (1.0 / std::sqrt(static_cast<double>(dh))));
+  Value kh = split_heads(k), vh = split_heads(v);
   // scores [B, H, t_query, t_key]
-  Value scores =
-      dot_general(qh, kh, {{3}, {3}, {0, 1}, {0, 1}}) * (1.0 / std::sqrt(static_cast<double>(dh)));
-  Value causal = greater_equal(iota({t, t}, 0), iota({t, t}, 1));  // key j <= query i
-  scores = where(broadcast_to(causal, scores.shape()), scores,
+  Value scores = dot_general(qh, kh, {{3}, {3}, {0, 1}, {0, 1}});
+  // The mask is a constant of the program (key j <= query i), not recomputed per call.
+  Array causal(DType::bool_, {t, t});
+  for (int64_t i = 0; i < t; ++i)
+    for (int64_t j = 0; j < t; ++j) causal.data<uint8_t>()[i * t + j] = j <= i;
+  scores = where(broadcast_to(constant(causal), scores.shape()), scores,
                  full_like(scores, -std::numeric_limits<double>::infinity()));
   Value weights = softmax(scores, -1);
   Value out = dot_general(weights, vh, {{3}, {2}, {0, 1}, {0, 1}});  // [B, H, t, dh]
