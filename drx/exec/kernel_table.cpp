@@ -43,10 +43,9 @@ const std::vector<const Primitive*>& interpreter_only_primitives() {
   static const std::vector<const Primitive*> list = {
       // Folded into a constant buffer when the plan is made; never run per call.
       &prims::constant(),
-      // Rare in training programs (index tables, joining a few parameters);
-      // their reference loops are fast enough, and no workload needs more yet.
+      // Rare in training programs (index tables); its reference loop is fast
+      // enough, and no workload needs more yet.
       &prims::iota(),
-      &prims::concatenate(),
       // The transpose of take, in gradients of embedding lookups. A compiled
       // kernel is due with the transformer workload (issue 19).
       &prims::scatter_add(),

@@ -28,12 +28,7 @@ class AxisReduceKernel : public Kernel {
     const T* x = f.in<T>(x_);
     T* y = f.out<T>(y_);
     if (inner_ == 1) {
-      for (int64_t o = 0; o < outer_; ++o) {
-        const T* row = x + o * r_;
-        double a = reduce_identity<T, double>(K);
-        for (int64_t k = 0; k < r_; ++k) reduce_fold<K>(a, static_cast<double>(row[k]));
-        y[o] = static_cast<T>(a);
-      }
+      reduce_rows(x, y);
       return;
     }
     // Blocks of the inner axis keep the accumulators on the stack while the
@@ -56,6 +51,29 @@ class AxisReduceKernel : public Kernel {
   }
 
  private:
+  // Each row folds its elements in increasing order, as the reference does; kRows rows advance
+  // together so that their accumulations are independent chains the core overlaps, instead of
+  // one row's adds waiting on each other.
+  void reduce_rows(const T* x, T* y) const {
+    constexpr int64_t kRows = 8;
+    int64_t o = 0;
+    for (; o + kRows <= outer_; o += kRows) {
+      const T* rows = x + o * r_;
+      double acc[kRows];
+      for (int64_t j = 0; j < kRows; ++j) acc[j] = reduce_identity<T, double>(K);
+      for (int64_t k = 0; k < r_; ++k)
+        for (int64_t j = 0; j < kRows; ++j)
+          reduce_fold<K>(acc[j], static_cast<double>(rows[j * r_ + k]));
+      for (int64_t j = 0; j < kRows; ++j) y[o + j] = static_cast<T>(acc[j]);
+    }
+    for (; o < outer_; ++o) {
+      const T* row = x + o * r_;
+      double a = reduce_identity<T, double>(K);
+      for (int64_t k = 0; k < r_; ++k) reduce_fold<K>(a, static_cast<double>(row[k]));
+      y[o] = static_cast<T>(a);
+    }
+  }
+
   int x_, y_;
   int64_t outer_, r_, inner_;
 };

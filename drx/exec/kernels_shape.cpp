@@ -124,6 +124,53 @@ std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
   return strided(e, cx, std::move(l));
 }
 
+// Each operand's rows (the dims from the axis on) are one contiguous run per index of the dims
+// before the axis: the result is, per such index, the operands' runs one after another.
+class ConcatenateKernel : public Kernel {
+ public:
+  ConcatenateKernel(std::vector<int> ins, std::vector<size_t> run_bytes, int y, int64_t outer)
+      : ins_(std::move(ins)), run_bytes_(std::move(run_bytes)), y_(y), outer_(outer) {
+    for (size_t b : run_bytes_) row_bytes_ += b;
+  }
+  void run(Frame& f) const override {
+    auto* y = static_cast<std::byte*>(f.out(y_));
+    size_t at = 0;
+    for (size_t i = 0; i < ins_.size(); ++i) {
+      const auto* x = static_cast<const std::byte*>(f.in(ins_[i]));
+      const size_t n = run_bytes_[i];
+      if (n)
+        for (int64_t o = 0; o < outer_; ++o)
+          std::memcpy(y + static_cast<size_t>(o) * row_bytes_ + at, x + static_cast<size_t>(o) * n,
+                      n);
+      at += n;
+    }
+  }
+
+ private:
+  std::vector<int> ins_;
+  std::vector<size_t> run_bytes_;
+  int y_;
+  int64_t outer_;
+  size_t row_bytes_ = 0;
+};
+
+std::optional<KernelSpec> concatenate(const Eqn& e, const CompileContext& cx) {
+  const std::optional<int64_t> axis = param_int(e, "axis");
+  const Shape& shape = cx.var(e.outs[0]).shape;
+  if (!axis || *axis < 0 || static_cast<size_t>(*axis) >= shape.size()) return std::nullopt;
+  const auto a = static_cast<size_t>(*axis);
+  int64_t outer = 1;
+  for (size_t d = 0; d < a; ++d) outer *= shape[d];
+  std::vector<size_t> run_bytes;
+  for (int v : e.ins) {
+    const VarInfo& x = cx.var(v);
+    int64_t n = 1;
+    for (size_t d = a; d < x.shape.size(); ++d) n *= x.shape[d];
+    run_bytes.push_back(static_cast<size_t>(n) * dtype_size(x.dtype));
+  }
+  return spec<ConcatenateKernel>(Alias::none, e.ins, std::move(run_bytes), e.outs[0], outer);
+}
+
 }  // namespace
 
 Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t offset) {
@@ -169,6 +216,7 @@ void add_shape_kernels(KernelTable& t) {
   t[&prims::transpose()] = transpose;
   t[&prims::broadcast_in_dim()] = broadcast_in_dim;
   t[&prims::slice()] = slice;
+  t[&prims::concatenate()] = concatenate;
   t[&prims::broadcast()] = broadcast_in_dim;  // [n, ...] copies: stride 0 over the clients
 }
 
