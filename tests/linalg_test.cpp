@@ -236,6 +236,18 @@ TEST(LinalgMatmul, MatricesBatchesAndVectors) {
   expect_matmul({2, 3, 4}, {4}, {2, 3});
   expect_matmul({0, 4}, {4, 2}, {0, 2});
   expect_matmul({3, 0}, {0, 2}, {3, 2});
+  expect_matmul({2, 3, 4}, {4, 5}, {2, 3, 5});  // a matrix rhs: one product over all rows
+  expect_matmul({2, 2, 3, 4}, {4, 5}, {2, 2, 3, 5});
+}
+
+// x [..., in] @ w [in, out] is one dot_general with x's leading dims free, not a batched product
+// over copies of w; the gradient of w is then one contraction over all of x's rows.
+TEST(LinalgMatmul, MatrixRhsIsOneProductNotABroadcastBatch) {
+  const drx::Program p =
+      drx::trace([](Value x, Value w) { return matmul(x, w); },
+                 {drx::Type(drx::DType::f32, {2, 3, 4}), drx::Type(drx::DType::f32, {4, 5})});
+  ASSERT_EQ(p.eqns.size(), 1u);
+  EXPECT_EQ(p.eqns[0].prim->name(), "dot_general");
 }
 
 TEST(LinalgMatmul, Float32AccumulatesAccurately) {

@@ -344,6 +344,9 @@ Value matmul(const Value& a, const Value& b) {
   // With a vector operand the other operand's leading dims are just free dims.
   if (a.ndim() == 1) return dot_general(a, b, {{0}, {b.ndim() == 1 ? 0 : b.ndim() - 2}, {}, {}});
   if (b.ndim() == 1) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}});
+  // A matrix b applies to every row of a: a's leading dims are free dims of one product (one
+  // gemm over all of a's rows), not a batch over copies of b.
+  if (b.ndim() == 2) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}});
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch(std::max(ba.size(), bb.size()), 1);
   for (size_t i = 0; i < batch.size(); ++i) {
