@@ -14,6 +14,12 @@
 #include "drx/exec/thread_pool.h"
 #include "tests/test_util.h"
 
+extern "C" {
+// OpenBLAS's own thread control, where the BLAS is OpenBLAS.
+void openblas_set_num_threads(int) __attribute__((weak));
+int openblas_get_num_threads(void) __attribute__((weak));
+}
+
 namespace drx::testing {
 
 std::vector<Program> ir_text_coverage_programs();  // tests/ir_text_test.cpp
@@ -654,6 +660,39 @@ TEST(ExecThreadPool, RunsEveryTaskOnceAndRethrows) {
   std::atomic<int> after{0};
   pool.parallel_for(10, [&](int64_t) { ++after; });
   EXPECT_EQ(after.load(), 10);
+}
+
+// A product outside map_fn is split into row blocks that drx's threads run, each one BLAS call
+// on one BLAS thread: its bits are the same whatever drx's thread count and whatever thread
+// count OpenBLAS was left at (a multithreaded BLAS call rounds differently as that changes).
+TEST(Exec, TopLevelProductsAreBitwiseTheSameUnderAnyThreadCount) {
+  // Shapes where OpenBLAS 0.3.21 on 1 and 2 threads round differently: a test set through a
+  // hidden layer, and a few rows.
+  const Array a = random_array({1000, 784}, DType::f32, 81);
+  const Array b = random_array({784, 200}, DType::f32, 82);
+  const Array c = random_array({8, 784}, DType::f32, 83);
+  auto f = [](Value x, Value y, Value z) {
+    return std::vector<Value>{matmul(x, y), transpose(matmul(x, y), {1, 0}), matmul(z, y)};
+  };
+  const std::vector<Type> types = {Type(DType::f32, {1000, 784}), Type(DType::f32, {784, 200}),
+                                   Type(DType::f32, {8, 784})};
+  const std::vector<Array> exact = interpret(trace(f, types), {a, b, c});  // double accumulation
+  const int saved_drx = num_threads();
+  const int saved_blas = openblas_get_num_threads ? openblas_get_num_threads() : 1;
+  std::vector<Array> want;
+  for (int drx_threads : {1, 2, 3})
+    for (int blas_threads : {1, 2, 4}) {
+      SCOPED_TRACE("drx " + std::to_string(drx_threads) + ", OpenBLAS " +
+                   std::to_string(blas_threads));
+      set_num_threads(drx_threads);
+      if (openblas_set_num_threads) openblas_set_num_threads(blas_threads);
+      std::vector<Array> got = jit(f)(a, b, c);
+      if (want.empty()) want = got;
+      EXPECT_TRUE(BitwiseEqual(got, want));
+      for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(Close(got[k], exact[k], 1e-4));
+    }
+  set_num_threads(saved_drx);
+  if (openblas_set_num_threads) openblas_set_num_threads(saved_blas);
 }
 
 }  // namespace

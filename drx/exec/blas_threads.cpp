@@ -32,6 +32,11 @@ SingleThreadedBlas::SingleThreadedBlas() {
   }
 }
 
+bool SingleThreadedBlas::active() {
+  std::lock_guard<std::mutex> lock(mu);
+  return depth > 0;
+}
+
 SingleThreadedBlas::~SingleThreadedBlas() {
   if (!available()) return;
   std::lock_guard<std::mutex> lock(mu);

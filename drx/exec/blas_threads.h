@@ -13,6 +13,8 @@ class SingleThreadedBlas {
   ~SingleThreadedBlas();
   SingleThreadedBlas(const SingleThreadedBlas&) = delete;
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+  // Whether one is alive (in any thread): BLAS calls are single-threaded now.
+  static bool active();
 };
 
 }  // namespace drx::exec

@@ -19,7 +19,9 @@
 #include <cstring>
 #include <numeric>
 
+#include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
+#include "drx/exec/thread_pool.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -30,16 +32,44 @@ struct Gemm {
   bool trans_a = false, trans_b = false;
 };
 
+// Rows [r0, r1) of one product: C[r0:r1] = alpha op(A)[r0:r1] op(B) + beta C[r0:r1].
 template <class T>
-void gemm(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta) {
+void gemm_rows(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta, int64_t r0,
+               int64_t r1) {
   const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
-  const auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  const int lda = g.trans_a ? m : k, ldb = g.trans_b ? k : n;
+  const auto m = static_cast<int>(r1 - r0), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  const int lda = static_cast<int>(g.trans_a ? g.m : g.k), ldb = g.trans_b ? k : n;
+  const T* a0 = a + (g.trans_a ? r0 : r0 * g.k);
+  T* c0 = c + r0 * g.n;
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a0, lda, b, ldb, beta, c0, n);
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a0, lda, b, ldb, beta, c0, n);
+}
+
+// Inside map_fn each client's products are one single-threaded BLAS call each. Outside it, a
+// product's rows are split into blocks of kRowBlock that drx's pool runs, each block one
+// single-threaded BLAS call: the blocks depend on the product's size alone, so its bits do not
+// depend on the thread count (a multithreaded BLAS call rounds differently as its thread count
+// changes), and a program's results are the same under any DRX_NUM_THREADS and on MPI ranks
+// with a share of the cores each.
+constexpr int64_t kRowBlock = 128;
+
+template <class T>
+void gemm_all(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta) {
+  const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
+  if (SingleThreadedBlas::active()) {
+    for (int64_t i = 0; i < g.batch; ++i)
+      gemm_rows<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta, 0, g.m);
+    return;
+  }
+  SingleThreadedBlas one_blas_thread;
+  global_pool().parallel_for(g.batch * blocks, [&](int64_t t) {
+    const int64_t i = t / blocks, r0 = (t % blocks) * kRowBlock;
+    gemm_rows<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta, r0,
+                 std::min(g.m, r0 + kRowBlock));
+  });
 }
 
 // c = a b, or with `w` set, c = w + sign * scale * a b (scale read at run time
@@ -72,8 +102,7 @@ class GemmKernel : public Kernel {
     if (size == 0 || g.k == 0) return;
     T alpha = static_cast<T>(k_.sign);
     if (k_.scale >= 0) alpha *= *f.in<T>(k_.scale);
-    for (int64_t i = 0; i < g.batch; ++i)
-      gemm<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta);
+    gemm_all<T>(g, a, b, c, alpha, beta);
   }
 
  private:

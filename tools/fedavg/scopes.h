@@ -10,6 +10,16 @@
 
 namespace drx::tool {
 
+// How many shards (map_fn clients) an evaluation splits its examples into: a fixed number,
+// not the thread count, because the shards' sums are added in a tree over shards and a
+// different split rounds differently. So the held-out numbers of a run are the same on one
+// process, on MPI ranks (rank 0 evaluates with its share of the cores) and under any
+// --threads; with more devices than that the shards follow the devices.
+constexpr int64_t kEvalShards = 16;
+inline int64_t eval_shards(int64_t devices) {
+  return devices > kEvalShards ? devices : kEvalShards;
+}
+
 // Sets drx's thread count (n > 0; 0 keeps it) and restores it afterwards.
 class ThreadsScope {
  public:

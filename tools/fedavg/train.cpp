@@ -427,12 +427,12 @@ struct TestResult {
   double loss, accuracy;
 };
 
-// The test set in one shard per device or thread, whichever are more.
+// The test set in eval_shards(devices) shards.
 class Evaluator {
  public:
   Evaluator(const Options& o, const data::Dataset& test)
       : test_(test),
-        shards_(std::max<int64_t>({1, o.devices, num_threads()})),
+        shards_(eval_shards(o.devices)),
         grid_(data::eval_batches(test.size(), shards_,
                                  std::max<int64_t>(1, (test.size() + shards_ - 1) / shards_))),
         fn_(jit(optim::evaluate_fn(shards_))) {}

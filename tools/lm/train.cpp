@@ -374,12 +374,11 @@ class Trainer {
   std::optional<decltype(jit(std::declval<optim::DilocoRoundFn>()))> diloco_;
 };
 
-// The held-out windows in one shard per device or thread, whichever are more.
+// The held-out windows in eval_shards(devices) shards.
 class Evaluator {
  public:
   Evaluator(const Options& o, const std::vector<std::string>& windows)
-      : shards_(std::max<int64_t>({1, o.devices, num_threads()})),
-        fn_(jit(optim::lm_evaluate_fn(model_config(o), shards_))) {
+      : shards_(eval_shards(o.devices)), fn_(jit(optim::lm_evaluate_fn(model_config(o), shards_))) {
     const auto n = static_cast<int64_t>(windows.size());
     const int64_t per = (n + shards_ - 1) / shards_, T = o.context;
     windows_ = Array(DType::i32, {shards_, per, T + 1});
