@@ -1,4 +1,4 @@
-// Kernels along one axis: argmax, argmin and cumsum run the loops their
+// Kernels along one axis: argmax, argmin, cumsum and softmax run the loops their
 // primitives' eval runs (drx/ops/axis_loops.h) on raw pointers, so results
 // are bitwise the interpreter's without copying an unowned operand into an
 // Array first. cumsum may run in place (each element is read before its
@@ -40,6 +40,17 @@ class CumsumKernel : public Kernel {
   bool reverse_;
 };
 
+template <class T>
+class SoftmaxKernel : public Kernel {
+ public:
+  SoftmaxKernel(const Eqn& e, AxisLayout l) : x_(e.ins[0]), y_(e.outs[0]), l_(l) {}
+  void run(Frame& f) const override { axis_loops::softmax<T>(f.in<T>(x_), l_, f.out<T>(y_)); }
+
+ private:
+  int x_, y_;
+  AxisLayout l_;
+};
+
 template <bool Max>
 std::optional<KernelSpec> arg_reduce(const Eqn& e, const CompileContext& cx) {
   const std::optional<int64_t> axis = param_int(e, "axis");
@@ -61,12 +72,22 @@ std::optional<KernelSpec> cumsum(const Eqn& e, const CompileContext& cx) {
   });
 }
 
+std::optional<KernelSpec> softmax(const Eqn& e, const CompileContext& cx) {
+  const std::optional<int64_t> axis = param_int(e, "axis");
+  const VarInfo& x = cx.var(e.ins[0]);
+  if (!axis || (x.dtype != DType::f32 && x.dtype != DType::f64)) return std::nullopt;
+  const AxisLayout l = axis_loops::layout_along(x.shape, *axis);
+  if (x.dtype == DType::f32) return spec<SoftmaxKernel<float>>(Alias::none, e, l);
+  return spec<SoftmaxKernel<double>>(Alias::none, e, l);
+}
+
 }  // namespace
 
 void add_axis_kernels(KernelTable& t) {
   t[&prims::argmax()] = arg_reduce<true>;
   t[&prims::argmin()] = arg_reduce<false>;
   t[&prims::cumsum()] = cumsum;
+  t[&prims::softmax()] = softmax;
 }
 
 }  // namespace drx::exec

@@ -2,7 +2,9 @@
 //
 // sum/max/min over one contiguous block of axes: the input is [outer, R, inner]
 // and each output element folds its R inputs in increasing order, accumulating
-// in double exactly as the reference does, so results are bitwise equal to it.
+// sums in double exactly as the reference does, so results are bitwise equal to
+// it. max and min fold in T itself: they are exact, so the double the reference
+// folds in holds the same values.
 //
 // reduce_sum/max/min over a placement: the canonical binary tree over client
 // indices of drx/mapreduce/primitives.cpp (see tree_stack.h), again bit for
@@ -20,6 +22,8 @@ namespace {
 
 template <class T, ReduceKind K>
 class AxisReduceKernel : public Kernel {
+  using Acc = std::conditional_t<K == ReduceKind::sum, double, T>;
+
  public:
   AxisReduceKernel(const Eqn& e, int64_t outer, int64_t r, int64_t inner)
       : x_(e.ins[0]), y_(e.outs[0]), outer_(outer), r_(r), inner_(inner) {}
@@ -34,15 +38,15 @@ class AxisReduceKernel : public Kernel {
     // Blocks of the inner axis keep the accumulators on the stack while the
     // loop over it vectorises.
     constexpr int64_t kBlock = 256;
-    double acc[kBlock];
+    Acc acc[kBlock];
     for (int64_t o = 0; o < outer_; ++o) {
       const T* plane = x + o * r_ * inner_;
       for (int64_t j0 = 0; j0 < inner_; j0 += kBlock) {
         const int64_t w = std::min(kBlock, inner_ - j0);
-        for (int64_t j = 0; j < w; ++j) acc[j] = reduce_identity<T, double>(K);
+        for (int64_t j = 0; j < w; ++j) acc[j] = reduce_identity<T, Acc>(K);
         for (int64_t k = 0; k < r_; ++k) {
           const T* src = plane + k * inner_ + j0;
-          for (int64_t j = 0; j < w; ++j) reduce_fold<K>(acc[j], static_cast<double>(src[j]));
+          for (int64_t j = 0; j < w; ++j) reduce_fold<K>(acc[j], static_cast<Acc>(src[j]));
         }
         T* dst = y + o * inner_ + j0;
         for (int64_t j = 0; j < w; ++j) dst[j] = static_cast<T>(acc[j]);
@@ -59,17 +63,17 @@ class AxisReduceKernel : public Kernel {
     int64_t o = 0;
     for (; o + kRows <= outer_; o += kRows) {
       const T* rows = x + o * r_;
-      double acc[kRows];
-      for (int64_t j = 0; j < kRows; ++j) acc[j] = reduce_identity<T, double>(K);
+      Acc acc[kRows];
+      for (int64_t j = 0; j < kRows; ++j) acc[j] = reduce_identity<T, Acc>(K);
       for (int64_t k = 0; k < r_; ++k)
         for (int64_t j = 0; j < kRows; ++j)
-          reduce_fold<K>(acc[j], static_cast<double>(rows[j * r_ + k]));
+          reduce_fold<K>(acc[j], static_cast<Acc>(rows[j * r_ + k]));
       for (int64_t j = 0; j < kRows; ++j) y[o + j] = static_cast<T>(acc[j]);
     }
     for (; o < outer_; ++o) {
       const T* row = x + o * r_;
-      double a = reduce_identity<T, double>(K);
-      for (int64_t k = 0; k < r_; ++k) reduce_fold<K>(a, static_cast<double>(row[k]));
+      Acc a = reduce_identity<T, Acc>(K);
+      for (int64_t k = 0; k < r_; ++k) reduce_fold<K>(a, static_cast<Acc>(row[k]));
       y[o] = static_cast<T>(a);
     }
   }

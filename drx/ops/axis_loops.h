@@ -1,6 +1,6 @@
 #pragma once
 // Loops along one axis of a row-major array, shared by the reference
-// semantics (Primitive::eval of argmax, argmin, cumsum) and the compiled
+// semantics (Primitive::eval of argmax, argmin, cumsum, softmax) and the compiled
 // kernels (drx/exec/kernels_axis.cpp), so that both compute the same bits
 // from one definition.
 //
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -87,6 +88,65 @@ void cumsum(const T* x, const AxisLayout& l, bool reverse, T* out) {
         out[base + i] = static_cast<T>(a);
       }
     }
+  }
+}
+
+// softmax along the axis, as the composite exp(x - m) / sum(exp(x - m)) computes it (drx's
+// softmax before it was a primitive, and still its StableHLO lowering): m is the row's max
+// (NaN-propagating), or 0 where that is not finite (a row of -inf gives 0 / 0 = NaN, as the
+// composite does); each exp(x - m) in T; their sum in double in increasing order, rounded to T
+// once; each quotient in T. Bitwise the composite's. out may not be x.
+//
+// N rows advance together through each pass, so that their max and sum chains (a
+// compare or an add waiting on the last) overlap instead of running one after another.
+template <int N, class T>
+void softmax_rows(const T* x, const AxisLayout& l, const int64_t* base, T* out) {
+  const int64_t n = l.n, step = l.inner;
+  T m[N];
+  double s[N];
+  for (int k = 0; k < N; ++k) m[k] = -std::numeric_limits<T>::infinity(), s[k] = 0;
+  for (int64_t j = 0; j < n; ++j)
+    for (int k = 0; k < N; ++k) {
+      const T v = x[base[k] + j * step];
+      if (v > m[k] || v != v) m[k] = v;
+    }
+  for (int k = 0; k < N; ++k) {
+    if (!(std::abs(m[k]) < std::numeric_limits<T>::infinity())) m[k] = T{0};
+    const T* row = x + base[k];
+    T* y = out + base[k];
+    // exp(-inf) is +0 exactly; masked entries (causal attention's upper triangle) skip the call.
+    for (int64_t j = 0; j < n; ++j) {
+      const T d = static_cast<T>(row[j * step] - m[k]);
+      y[j * step] = d == -std::numeric_limits<T>::infinity() ? T{0} : std::exp(d);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j)
+    for (int k = 0; k < N; ++k) s[k] += static_cast<double>(out[base[k] + j * step]);
+  for (int k = 0; k < N; ++k) {
+    const T total = static_cast<T>(s[k]);
+    T* y = out + base[k];
+    if (step == 1)
+      for (int64_t j = 0; j < n; ++j) y[j] = static_cast<T>(y[j] / total);
+    else
+      for (int64_t j = 0; j < n; ++j) y[j * step] = static_cast<T>(y[j * step] / total);
+  }
+}
+
+template <class T>
+void softmax(const T* x, const AxisLayout& l, T* out) {
+  constexpr int kRows = 8;
+  const int64_t rows = l.outer * l.inner;
+  if (rows == 0 || l.n == 0) return;
+  auto base_of = [&](int64_t r) { return (r / l.inner) * l.n * l.inner + r % l.inner; };
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    int64_t base[kRows];
+    for (int k = 0; k < kRows; ++k) base[k] = base_of(r + k);
+    softmax_rows<kRows>(x, l, base, out);
+  }
+  for (; r < rows; ++r) {
+    const int64_t base = base_of(r);
+    softmax_rows<1>(x, l, &base, out);
   }
 }
 

@@ -1,9 +1,12 @@
 // ML composites built from public ops only, so every transformation already
-// knows them: logsumexp, softmax, log_softmax.
+// knows them: logsumexp and log_softmax; and softmax's checks before its
+// primitive (drx/ops/softmax.cpp).
 #include <cmath>
 #include <limits>
 
+#include "drx/core/primitive.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 namespace drx {
 namespace {
@@ -12,17 +15,6 @@ void require_floating(const char* op, const Value& x) {
   if (!is_floating(x.dtype()))
     throw TypeError(std::string(op) + ": operand " + x.type().str() +
                     " is not floating point; convert it first with astype(x, f32)");
-}
-
-// The max over `axes` (kept as size-1 dims) used to shift exponents into a safe
-// range. It is a constant to differentiation: the shift cancels analytically,
-// and treating it as constant avoids the max's tie-splitting derivative. A
-// non-finite max (a slice of all -inf) is replaced by 0 so that slice gives
-// log(0) = -inf instead of (-inf) - (-inf) = NaN.
-Value stable_shift(const Value& x, const std::vector<int64_t>& axes) {
-  Value m = max(x, axes, /*keepdims=*/true);
-  Value finite = less(abs(m), scalar_like(m, std::numeric_limits<double>::infinity()));
-  return stop_gradient(where(finite, m, scalar_like(m, 0.0)));
 }
 
 // Errors should name the op the user called, not the max inside it.
@@ -36,6 +28,28 @@ int64_t check_axis(const char* op, const Value& x, int64_t axis) {
 
 }  // namespace
 
+namespace detail {
+
+// The max over `axes` (kept as size-1 dims) used to shift exponents into a safe
+// range. It is a constant to differentiation: the shift cancels analytically,
+// and treating it as constant avoids the max's tie-splitting derivative. A
+// non-finite max (a slice of all -inf) is replaced by 0 so that slice gives
+// log(0) = -inf instead of (-inf) - (-inf) = NaN.
+Value stable_shift(const Value& x, const std::vector<int64_t>& axes) {
+  Value m = max(x, axes, /*keepdims=*/true);
+  Value finite = less(abs(m), scalar_like(m, std::numeric_limits<double>::infinity()));
+  return stop_gradient(where(finite, m, scalar_like(m, 0.0)));
+}
+
+Value softmax_composite(const Value& x, int64_t axis) {
+  Value e = exp(x - stable_shift(x, {axis}));
+  return e / sum(e, {axis}, /*keepdims=*/true);
+}
+
+}  // namespace detail
+
+using detail::stable_shift;
+
 Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   require_floating("logsumexp", x);
   Value m = stable_shift(x, axes);
@@ -47,8 +61,7 @@ Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims)
 Value softmax(const Value& x, int64_t axis) {
   require_floating("softmax", x);
   check_axis("softmax", x, axis);
-  Value e = exp(x - stable_shift(x, {axis}));
-  return e / sum(e, {axis}, /*keepdims=*/true);
+  return emit1(prims::softmax(), {x}, Params{{"axis", normalize_axis(axis, x.ndim(), "softmax")}});
 }
 
 Value log_softmax(const Value& x, int64_t axis) {

@@ -40,6 +40,7 @@ const Primitive& top_k();
 const Primitive& argmax();
 const Primitive& argmin();
 const Primitive& cumsum();
+const Primitive& softmax();
 // constants
 const Primitive& constant();
 const Primitive& iota();
@@ -47,3 +48,12 @@ const Primitive& iota();
 const Primitive& place();
 
 }  // namespace drx::prims
+
+namespace drx::detail {
+// The max over `axes` (kept as size-1 dims) that softmax-like composites
+// subtract before exp, a constant to differentiation (drx/ops/nn_helpers.cpp).
+Value stable_shift(const Value& x, const std::vector<int64_t>& axes);
+// softmax as public ops: exp(x - shift) / sum(exp(x - shift)); the lowering
+// of the softmax primitive, and its reference in tests.
+Value softmax_composite(const Value& x, int64_t axis);
+}  // namespace drx::detail
