@@ -830,6 +830,55 @@ TEST(LoopsRemat, ForiLoopGradientsEqualStoredResidualsBitwise) {
   }
 }
 
+// What the backward scan reads per iteration: a broadcast in the body is computed again there
+// from its (smaller) operand, not stacked. The body scales the carry [16, 8] by the
+// iteration's row w [8] (broadcast to [16, 8]) and adds a broadcast constant before a tanh;
+// the backward pass needs the broadcast w (for the carry's cotangent), the incoming carry (for
+// w's) and tanh's derivative. The carries and the derivative are stacked at [n, 16, 8]; w is
+// read from the rows [n, 8] and broadcast again.
+TEST(LoopsRemat, BroadcastsAreRecomputedByTheBackwardScanNotStacked) {
+  auto loss = [](Value h0, Value ws) {
+    auto body = [](const Tree& h, const Tree& w) -> std::pair<Tree, Tree> {
+      Value next = tanh(h.value() * broadcast_in_dim(w.value(), {16, 8}, {1}) + 0.5);
+      return {Tree(next), Tree::list({})};
+    };
+    return sum(scan(body, Tree(h0), Tree(ws)).first.value());
+  };
+  const std::vector<Type> types = {f64t({16, 8}), f64t({5, 8})};
+  const Program g = trace(grad(loss, std::vector<int>{0, 1}), types);
+  const Eqn* backward = nullptr;
+  for (const Eqn& e : g.eqns)
+    if (e.prim->name() == "scan") backward = &e;  // the last scan runs the backward pass
+  ASSERT_NE(backward, nullptr);
+  int full_stacks = 0, rows = 0;
+  for (int v : backward->ins) {
+    full_stacks += g.type_of(v).shape == Shape{5, 16, 8};
+    rows += g.type_of(v).shape == Shape{5, 8};
+  }
+  EXPECT_EQ(full_stacks, 2) << to_string(g);
+  EXPECT_EQ(rows, 1) << to_string(g);
+  // And the gradient is right.
+  std::vector<Array> in = {random_array({16, 8}, f64, 3, -1, 1),
+                           random_array({5, 8}, f64, 4, -1, 1)};
+  std::vector<Array> got = jit(grad(loss, std::vector<int>{0, 1}))(in[0], in[1]);
+  std::vector<Array> want = interpret(g, in);
+  EXPECT_TRUE(SameBytes(got, want));
+  auto ref = [&](const Args& a) {
+    std::vector<double> h = a[0];
+    for (int t = 0; t < 5; ++t)
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j) {
+          double& x = h[static_cast<size_t>(i * 8 + j)];
+          x = std::tanh(x * a[1][static_cast<size_t>(t * 8 + j)] + 0.5);
+        }
+    double s = 0;
+    for (double x : h) s += x;
+    return s;
+  };
+  EXPECT_TRUE(
+      AllNear(got, finite_gradient(ref, {to_doubles(in[0]), to_doubles(in[1])}), 1e-6, 1e-6));
+}
+
 // ---- 4. vmap --------------------------------------------------------------------
 
 TEST(LoopsVmap, ScanUnderVmapMatchesALoopOverTheBatch) {

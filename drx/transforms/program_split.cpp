@@ -1,10 +1,12 @@
 #include "drx/transforms/program_split.h"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/primitives.h"
 #include "drx/transforms/transforms.h"
 
 namespace drx {
@@ -35,6 +37,24 @@ std::vector<bool> flag_carries(const Program& body, std::vector<bool>& flags, si
   }
 }
 
+namespace {
+
+// Whether a later stage should compute e's result again instead of importing it from stage
+// `from`: a broadcast_in_dim, whose operand is smaller and whose readers usually read it in
+// place (an elementwise op reads a broadcast scalar, row or column without a copy), and an
+// equation of no operands (a constant). From stage 0 (computed once, outside a loop) only
+// broadcasts of one element and constants are worth it, as anything else would be copied
+// per iteration where it was computed once; from a per-iteration stage, a broadcast
+// imported by the backward pass is a stacked residual, copied per iteration anyway.
+bool cheaper_again(const Program& p, const Eqn& e, int from) {
+  if (!e.prim->is_pure() || e.outs.size() != 1) return false;
+  if (e.ins.empty()) return true;
+  if (e.prim != &prims::broadcast_in_dim()) return false;
+  return from > 0 || p.type_of(e.ins[0]).size() <= 1;
+}
+
+}  // namespace
+
 StageSplit split_stages(const Program& p, const std::vector<int>& input_stage,
                         const std::vector<int>& output_stage, int stages) {
   StageSplit r;
@@ -51,12 +71,25 @@ StageSplit split_stages(const Program& p, const std::vector<int>& input_stage,
     eqn_stage.push_back(s);
     for (int o : e.outs) r.stage[static_cast<size_t>(o)] = s;
   }
+  std::vector<int> producer(p.var_types.size(), -1);
+  for (size_t k = 0; k < p.eqns.size(); ++k)
+    for (int o : p.eqns[k].outs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
   std::vector<std::set<int>> imports(static_cast<size_t>(stages));
-  auto need = [&](int v, int s) {
-    if (r.stage[static_cast<size_t>(v)] > s)
+  // remat[s]: equations of earlier stages that stage s computes again rather than import.
+  std::vector<std::set<size_t>> remat(static_cast<size_t>(stages));
+  std::function<void(int, int)> need = [&](int v, int s) {
+    const int from = r.stage[static_cast<size_t>(v)];
+    if (from > s)
       throw Error("internal: split_stages: stage " + std::to_string(s) +
-                  " reads a value of stage " + std::to_string(r.stage[static_cast<size_t>(v)]));
-    if (r.stage[static_cast<size_t>(v)] < s) imports[static_cast<size_t>(s)].insert(v);
+                  " reads a value of stage " + std::to_string(from));
+    if (from == s) return;
+    const int k = producer[static_cast<size_t>(v)];
+    if (k >= 0 && cheaper_again(p, p.eqns[static_cast<size_t>(k)], from)) {
+      if (remat[static_cast<size_t>(s)].insert(static_cast<size_t>(k)).second)
+        for (int u : p.eqns[static_cast<size_t>(k)].ins) need(u, s);
+      return;
+    }
+    imports[static_cast<size_t>(s)].insert(v);
   };
   for (size_t k = 0; k < p.eqns.size(); ++k)
     for (int v : p.eqns[k].ins) need(v, eqn_stage[k]);
@@ -79,7 +112,7 @@ StageSplit split_stages(const Program& p, const std::vector<int>& input_stage,
     for (int v : r.imports[su]) env[static_cast<size_t>(v)] = scope.add_input(p.type_of(v));
     Values ins;
     for (size_t k = 0; k < p.eqns.size(); ++k) {
-      if (eqn_stage[k] != s) continue;
+      if (eqn_stage[k] != s && !remat[su].count(k)) continue;
       const Eqn& e = p.eqns[k];
       ins.clear();
       for (int v : e.ins) ins.push_back(env[static_cast<size_t>(v)]);
