@@ -414,6 +414,35 @@ TEST(Exec, UpdatesByAScaledProductAccumulateInTheGemm) {
   EXPECT_TRUE(ArrayNear(got[2], self, 1e-13, 1e-13));
 }
 
+TEST(Exec, ADenseLayersBiasStartsItsGemm) {
+  // x [2, 5, 3] @ w [3, 4] + b [4]: the bias is read as one row, never broadcast into memory;
+  // also b - x @ w, and a bias the size of the product (not a row: an ordinary accumulation).
+  auto f = [](Value x, Value w, Value b, Value full) -> std::vector<Value> {
+    Value xw = matmul(x, w);
+    return {xw + b, b - matmul(x, w), matmul(x, w) + full};
+  };
+  Program p = trace(f, {f64t({2, 5, 3}), f64t({3, 4}), f64t({4}), f64t({2, 5, 4})});
+  Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().fallbacks, 0u);
+  EXPECT_EQ(exe.stats().kernels, 3u) << to_string(p);  // three gemms, nothing else
+  Array x = random_array({2, 5, 3}, f64, 5), w = random_array({3, 4}, f64, 6),
+        b = random_array({4}, f64, 7), full = random_array({2, 5, 4}, f64, 8);
+  std::vector<double> plus, minus, acc;
+  for (int64_t r = 0; r < 10; ++r)
+    for (int64_t j = 0; j < 4; ++j) {
+      double xw = 0;
+      for (int64_t k = 0; k < 3; ++k)
+        xw += x.data<double>()[r * 3 + k] * w.data<double>()[k * 4 + j];
+      plus.push_back(xw + b.data<double>()[j]);
+      minus.push_back(b.data<double>()[j] - xw);
+      acc.push_back(xw + full.data<double>()[r * 4 + j]);
+    }
+  std::vector<Array> got = exe.run({x, w, b, full});
+  EXPECT_TRUE(ArrayNear(got[0], plus, 1e-13, 1e-13));
+  EXPECT_TRUE(ArrayNear(got[1], minus, 1e-13, 1e-13));
+  EXPECT_TRUE(ArrayNear(got[2], acc, 1e-13, 1e-13));
+}
+
 TEST(Exec, ResultsOfEarlierCallsStayValid) {
   auto f = [](Value x) -> std::vector<Value> {
     Value y = x * 2.0;

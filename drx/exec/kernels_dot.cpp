@@ -7,7 +7,10 @@
 // Two patterns around a product become part of its gemm call:
 //   transpose(dot(a, b), [1, 0])    one gemm writing the transposed product;
 //   w +/- c * dot(a, b)             gemm with alpha = +/-c, beta = 1, into w's
-//                                   buffer when w dies there (an SGD step).
+//                                   buffer when w dies there (an SGD step);
+//   dot(a, b) + bias                the bias row copied into each row of the
+//                                   result, then gemm with beta = 1 (a dense
+//                                   layer), the broadcast never materialised.
 // Reverse-mode gradients of matmul produce the first for every weight, and
 // optimiser updates the second.
 //
@@ -73,12 +76,14 @@ void gemm_all(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta) {
 }
 
 // c = a b, or with `w` set, c = w + sign * scale * a b (scale read at run time
-// from variable `scale`, or 1 without one).
+// from variable `scale`, or 1 without one). With w_is_row, w is one row of n
+// elements that every row of c starts from.
 struct GemmCall {
   int a = -1, b = -1, c = -1;
   Gemm g;
   int w = -1, scale = -1;
   double sign = 1;
+  bool w_is_row = false;
 };
 
 template <class T>
@@ -92,7 +97,12 @@ class GemmKernel : public Kernel {
     T* c = f.out<T>(k_.c);
     const int64_t size = g.batch * g.m * g.n;
     T beta = 0;
-    if (k_.w >= 0) {
+    if (k_.w >= 0 && k_.w_is_row) {
+      const T* w = f.in<T>(k_.w);
+      for (int64_t r = 0; r < g.batch * g.m; ++r)
+        std::memcpy(c + r * g.n, w, static_cast<size_t>(g.n) * sizeof(T));
+      beta = 1;
+    } else if (k_.w >= 0) {
       const T* w = f.in<T>(k_.w);
       if (w != c && size) std::memcpy(c, w, static_cast<size_t>(size) * sizeof(T));
       beta = 1;
@@ -222,6 +232,17 @@ int scalar_source(int v, const CompileContext& cx) {
   return e->ins[0];
 }
 
+// The row v repeats when v is a broadcast of one row of n = g.n elements over the product's
+// rows (a bias), else -1.
+int repeated_row(int v, const Gemm& g, const CompileContext& cx) {
+  const Eqn* e = cx.producer_of(v);
+  std::optional<Layout> l = e ? broadcast_layout(*e, cx) : std::nullopt;
+  if (!l || l->offset != 0 || l->shape.size() != 2 || l->stride[0] != 0 || l->stride[1] != 1 ||
+      l->shape[1] != g.n || l->shape[0] != g.batch * g.m)
+    return -1;
+  return e->ins[0];
+}
+
 }  // namespace
 
 std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
@@ -258,9 +279,15 @@ std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx
     call->w = w;
     call->scale = scale;
     call->sign = subtract ? -1 : 1;
-    std::vector<int> reads{w, call->a, call->b};
+    Alias alias = Alias::first;
+    if (const int row = repeated_row(w, call->g, cx); row >= 0) {
+      call->w = row;
+      call->w_is_row = true;
+      alias = Alias::none;
+    }
+    std::vector<int> reads{call->w, call->a, call->b};
     if (scale >= 0) reads.push_back(scale);
-    return make_gemm(dt, *call, Alias::first, std::move(reads));
+    return make_gemm(dt, *call, alias, std::move(reads));
   }
   return std::nullopt;
 }
