@@ -11,6 +11,23 @@
 
 #include "drx/array/dtype.h"
 
+// target_clones for the elementwise block loops (see ScalarKernel): on x86-64 with GCC or
+// clang, except in sanitizer builds (whose runtimes and ifuncs do not mix everywhere, and
+// which check correctness, not speed; the results are the same bits either way).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define DRX_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DRX_SANITIZED 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(DRX_SANITIZED)
+#define DRX_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DRX_VECTOR_CLONES
+#endif
+
 namespace drx {
 
 // y[j] = f(a[j * SA], b[j * SB]) for j < n, where an operand's step is 1 when
@@ -123,12 +140,15 @@ class ScalarKernel {
         loops_[index(dtype_of<T>())][a][b] = reinterpret_cast<Erased>(l.at[a][b]);
   }
 
+  // Each loop is compiled for AVX2 as well as for baseline x86-64 and the CPU picks (the
+  // ifunc of target_clones): the same IEEE operations per element in either, only more of
+  // them per instruction, so results are bitwise the same on every machine.
   template <class T, class F, int SA>
-  static void unary_block(const T* a, const T*, T* y, int64_t n) {
+  DRX_VECTOR_CLONES static void unary_block(const T* a, const T*, T* y, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] = F{}(a[j * SA]);
   }
   template <class T, class Out, class F, int SA, int SB>
-  static void binary_block(const T* a, const T* b, Out* y, int64_t n) {
+  DRX_VECTOR_CLONES static void binary_block(const T* a, const T* b, Out* y, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] = static_cast<Out>(F{}(a[j * SA], b[j * SB]));
   }
   template <class T, class F>

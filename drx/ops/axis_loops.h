@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "drx/array/dtype.h"
+#include "drx/ops/scalar_functions.h"
 
 namespace drx::axis_loops {
 
@@ -94,13 +95,15 @@ void cumsum(const T* x, const AxisLayout& l, bool reverse, T* out) {
 // softmax along the axis, as the composite exp(x - m) / sum(exp(x - m)) computes it (drx's
 // softmax before it was a primitive, and still its StableHLO lowering): m is the row's max
 // (NaN-propagating), or 0 where that is not finite (a row of -inf gives 0 / 0 = NaN, as the
-// composite does); each exp(x - m) in T; their sum in double in increasing order, rounded to T
-// once; each quotient in T. Bitwise the composite's. out may not be x.
+// composite does); each exp(x - m) in T (scalar::Exp, the exp primitive's function); their sum in
+// double in increasing order, rounded to T once; each quotient in T. Bitwise the composite's. out
+// may not be x.
 //
 // N rows advance together through each pass, so that their max and sum chains (a
 // compare or an add waiting on the last) overlap instead of running one after another.
 template <int N, class T>
-void softmax_rows(const T* x, const AxisLayout& l, const int64_t* base, T* out) {
+[[gnu::always_inline]] inline void softmax_rows(const T* x, const AxisLayout& l,
+                                                const int64_t* base, T* out) {
   const int64_t n = l.n, step = l.inner;
   T m[N];
   double s[N];
@@ -114,11 +117,15 @@ void softmax_rows(const T* x, const AxisLayout& l, const int64_t* base, T* out) 
     if (!(std::abs(m[k]) < std::numeric_limits<T>::infinity())) m[k] = T{0};
     const T* row = x + base[k];
     T* y = out + base[k];
-    // exp(-inf) is +0 exactly; masked entries (causal attention's upper triangle) skip the call.
-    for (int64_t j = 0; j < n; ++j) {
-      const T d = static_cast<T>(row[j * step] - m[k]);
-      y[j * step] = d == -std::numeric_limits<T>::infinity() ? T{0} : std::exp(d);
-    }
+    // exp(-inf) is +0 exactly; masked entries (causal attention's upper triangle) skip exp.
+    auto shifted_exp = [&](T v) {
+      const T d = static_cast<T>(v - m[k]);
+      return d == -std::numeric_limits<T>::infinity() ? T{0} : scalar::Exp{}(d);
+    };
+    if (step == 1)
+      for (int64_t j = 0; j < n; ++j) y[j] = shifted_exp(row[j]);
+    else
+      for (int64_t j = 0; j < n; ++j) y[j * step] = shifted_exp(row[j * step]);
   }
   for (int64_t j = 0; j < n; ++j)
     for (int k = 0; k < N; ++k) s[k] += static_cast<double>(out[base[k] + j * step]);
@@ -133,7 +140,13 @@ void softmax_rows(const T* x, const AxisLayout& l, const int64_t* base, T* out) 
 }
 
 template <class T>
-void softmax(const T* x, const AxisLayout& l, T* out) {
+void softmax(const T* x, const AxisLayout& l, T* out);
+// float's is compiled for AVX2 too (drx/ops/softmax_rows.cpp): the same bits, faster.
+template <>
+void softmax<float>(const float* x, const AxisLayout& l, float* out);
+
+template <class T>
+[[gnu::always_inline]] inline void softmax_all_rows(const T* x, const AxisLayout& l, T* out) {
   constexpr int kRows = 8;
   const int64_t rows = l.outer * l.inner;
   if (rows == 0 || l.n == 0) return;
@@ -148,6 +161,11 @@ void softmax(const T* x, const AxisLayout& l, T* out) {
     const int64_t base = base_of(r);
     softmax_rows<1>(x, l, &base, out);
   }
+}
+
+template <class T>
+void softmax(const T* x, const AxisLayout& l, T* out) {
+  softmax_all_rows(x, l, out);
 }
 
 }  // namespace drx::axis_loops
