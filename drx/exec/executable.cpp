@@ -5,13 +5,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 
 #include "drx/array/half.h"
 #include "drx/core/interpret.h"
 #include "drx/core/primitive.h"
+#include "drx/core/text_syntax.h"
 #include "drx/exec/plan.h"
+#include "drx/exec/profile.h"
 
 namespace drx {
 namespace exec {
@@ -103,11 +106,31 @@ class Borrowed {
 };
 
 void run_steps(const Plan& plan, Frame& f) {
+  const bool timed = profile::enabled();
   for (const Step& s : plan.steps) {
-    s.kernel->run(f);
+    if (timed && !s.label.empty()) {
+      const auto start = std::chrono::steady_clock::now();
+      s.kernel->run(f);
+      profile::record(
+          s.label, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    } else {
+      s.kernel->run(f);
+    }
     for (int v : s.release) f.hold[v].reset();
     for (int v : s.discard) discard_pages(f.ptr[v], plan.vars[static_cast<size_t>(v)].nbytes);
   }
+}
+
+// The equation as printed without its result names ("mul %3, %4 : f32[8,64]"), marked when
+// it runs on the reference interpreter; empty for equations that run sub-programs (their
+// bodies' equations are timed instead).
+std::string profile_label(const Program& p, const Eqn& e, const EqnChoice& c) {
+  for (const auto& [key, attr] : e.params.items())
+    if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return "";
+  const std::string text = text::raw_eqn_text(p, e);
+  const size_t eq = text.find(" = ");
+  return (eq == std::string::npos ? text : text.substr(eq + 3)) +
+         (c.fallback ? "  [interpreted]" : "");
 }
 
 // Equations whose results nothing reads (after kernels that fuse or replace
@@ -219,7 +242,8 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
     } else {
       ++plan->stats.kernels;
     }
-    plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release), std::move(c.discard)});
+    plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release), std::move(c.discard),
+                               profile::enabled() ? profile_label(p, e, c) : std::string()});
   }
 
   std::vector<bool> seen(p.var_types.size(), false);

@@ -119,6 +119,8 @@ struct Step {
   // their pages go back to the system, so that the memory of a call follows
   // its liveness even across nested executables (a loop's stacked carries).
   std::vector<int> discard;
+  // The equation, for exec::profile; empty when not profiling (or for sub-program runners).
+  std::string label;
 };
 
 struct Workspace {

@@ -1,0 +1,72 @@
+// exec::profile: per-equation times of compiled programs, by primitive and by equation, with
+// call counts; bodies of map_fn timed equation by equation, the map_fn itself not.
+#include "drx/exec/profile.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "drx/drx.h"
+#include "test_util.h"
+
+namespace drx::testing {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The line of `table` ("by primitive" or "by equation") whose "what" column starts with `what`.
+std::string line_of(const std::string& report, const std::string& table, const std::string& what) {
+  std::istringstream in(report.substr(report.find(table)));
+  std::string line;
+  std::getline(in, line);  // the title
+  while (std::getline(in, line) && !line.empty())
+    if (line.find("  " + what) != std::string::npos) return line;
+  return "";
+}
+
+TEST(Profile, CountsEveryKernelByPrimitiveAndByEquation) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("drx_profile_" + std::to_string(::getpid())))
+          .string();
+  exec::profile::reset();
+  exec::profile::enable(path);
+  auto f = jit(program({{"clients", 3}}, [](Value x, Value w) {
+    Value per =
+        map_fn([](Value xi, Value wi) { return sum(tanh(matmul(xi, wi))); }, x, broadcast(w));
+    return reduce_sum(per);
+  }));
+  const Array x = random_array({3, 4, 5}, DType::f32, 1), w = random_array({5, 2}, DType::f32, 2);
+  for (int i = 0; i < 4; ++i) f(x, w);
+  exec::profile::disable();
+  exec::profile::write();
+  const std::string report = slurp(path);
+  EXPECT_NE(report.find("drx profile: "), std::string::npos) << report;
+  // 4 calls of 3 clients.
+  const std::string dot = line_of(report, "by primitive", "dot_general");
+  ASSERT_FALSE(dot.empty()) << report;
+  EXPECT_NE(dot.find(" 12 "), std::string::npos) << dot;
+  EXPECT_FALSE(line_of(report, "by equation", "dot_general").empty()) << report;
+  EXPECT_NE(line_of(report, "by primitive", "tanh").find(" 12 "), std::string::npos) << report;
+  EXPECT_TRUE(line_of(report, "by primitive", "map_fn").empty()) << report;
+  // Off again: nothing more is counted.
+  f(x, w);
+  exec::profile::write();
+  EXPECT_EQ(slurp(path), report);
+  exec::profile::reset();
+  std::filesystem::remove(path);
+  // A report that cannot be written is an error naming the file.
+  exec::profile::enable("/nonexistent-dir/report.txt");
+  exec::profile::disable();
+  expect_error([] { exec::profile::write(); }, {"profile", "/nonexistent-dir/report.txt"});
+}
+
+}  // namespace
+}  // namespace drx::testing
