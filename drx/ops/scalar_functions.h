@@ -105,9 +105,12 @@ inline float exp_f32(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693145751953125f, kLn2Lo = 1.428606765330187045e-06f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  // Below -104 (-inf included) the result is 0: those lanes compute exp(0) and are replaced
+  // at the end, because arithmetic that rounds to a subnormal costs a microcode assist of
+  // a hundred cycles, and causal attention's masked scores are all -inf.
+  const bool in_range = x >= -104.0f;  // false for NaN too
   float c = x > 88.8f ? 88.8f : x;
-  c = c < -104.0f ? -104.0f : c;
-  c = x == x ? c : 0.0f;
+  c = in_range ? c : 0.0f;
   const float n = (c * kLog2e + kRound) - kRound;
   const float r = (c - n * kLn2Hi) - n * kLn2Lo;
   float p = 1.9875691500E-4f;
@@ -121,7 +124,7 @@ inline float exp_f32(float x) {
   const int32_t k1 = k / 2, k2 = k - k1;  // each in [-75, 65]: normal scale factors
   const float y = (p * float_from_bits(static_cast<uint32_t>(k1 + 127) << 23)) *
                   float_from_bits(static_cast<uint32_t>(k2 + 127) << 23);
-  return x == x ? y : x;
+  return in_range ? y : (x == x ? 0.0f : x);
 }
 
 struct Exp {
