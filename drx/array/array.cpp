@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <type_traits>
@@ -21,9 +22,16 @@ Array::Array(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape))
   // system and stay unmapped until written, so an array mostly of zeros (a placement's
   // argument on one rank of drx/dist, which fills only its own rows) costs only what is
   // written.
-  const size_t bytes = std::max<size_t>(nbytes(), 1);
-  auto* p = static_cast<std::byte*>(std::calloc(bytes, 1));
-  if (!p) throw std::bad_alloc();
+  const std::string what = std::string(dtype_name(dtype_)) + shape_str(shape_);
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<size_t>(num_elements(shape_)), dtype_size(dtype_), &bytes))
+    throw Error("Array: " + what + " needs more bytes than a size_t can count (2^64 - 1)");
+  // No check against the machine's memory: the untouched rows of a rank's placed arrays may
+  // legitimately exceed it (see above); only a failed allocation is an error.
+  auto* p = static_cast<std::byte*>(std::calloc(std::max<size_t>(bytes, 1), 1));
+  if (!p)
+    throw Error("Array: cannot allocate " + std::to_string(bytes) + " bytes for " + what +
+                " (out of memory)");
   buffer_ = std::shared_ptr<std::byte[]>(p, [](std::byte* q) { std::free(q); });
 }
 
@@ -35,6 +43,8 @@ void Array::check_dtype(DType expected, const char* op) const {
 
 double Array::element_as_double(int64_t i) const {
   if (is_half(dtype_)) return half_to_double(dtype_, data<uint16_t>()[i]);
+  if (is_narrow_integer(dtype_))  // the byte holds the value, sign- or zero-extended
+    return is_unsigned(dtype_) ? data<uint8_t>()[i] : data<int8_t>()[i];
   return dispatch_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     return static_cast<double>(data<T>()[i]);
@@ -84,6 +94,26 @@ D converted(S v) {
     return static_cast<D>(v);
   }
 }
+// A narrow integer's byte: v wrapped modulo 2^bits, sign-extended for i2/i4.
+uint8_t narrow_wrapped(int64_t v, DType d) {
+  const int bits = integer_bits(d);
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  const uint64_t low = static_cast<uint64_t>(v) & mask;
+  if (is_unsigned(d)) return static_cast<uint8_t>(low);
+  const uint64_t sign = uint64_t{1} << (bits - 1);
+  return static_cast<uint8_t>(
+      static_cast<int8_t>(static_cast<int64_t>(low ^ sign) - static_cast<int64_t>(sign)));
+}
+
+// A float into a narrow integer, as into the wider ones: saturating, NaN as 0.
+uint8_t narrow_saturated(double v, DType d) {
+  const int bits = integer_bits(d);
+  const double hi = is_unsigned(d) ? std::ldexp(1.0, bits) - 1 : std::ldexp(1.0, bits - 1) - 1;
+  const double lo = is_unsigned(d) ? 0.0 : -std::ldexp(1.0, bits - 1);
+  if (std::isnan(v)) return 0;
+  return narrow_wrapped(static_cast<int64_t>(std::trunc(std::clamp(v, lo, hi))), d);
+}
+
 }  // namespace
 
 Array full(const Shape& shape, double value, DType dtype) {
@@ -91,6 +121,10 @@ Array full(const Shape& shape, double value, DType dtype) {
   if (is_half(dtype)) {
     const uint16_t bits = half_from_double(dtype, value);
     for (int64_t i = 0; i < a.size(); ++i) a.data<uint16_t>()[i] = bits;
+    return a;
+  }
+  if (is_narrow_integer(dtype)) {
+    std::memset(a.raw(), narrow_saturated(value, dtype), static_cast<size_t>(a.size()));
     return a;
   }
   dispatch_dtype(dtype, [&](auto t) {
@@ -105,6 +139,25 @@ Array zeros(const Shape& shape, DType dtype) { return Array(dtype, shape); }
 Array ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Array convert_array(const Array& a, DType dtype) {
+  // Narrow integers: from floats saturating, from integers wrapping, as the
+  // wider integers convert; read back, their bytes are already i8 or u8 values.
+  if (is_narrow_integer(dtype)) {
+    Array out(dtype, a.shape());
+    auto* o = out.data<uint8_t>();
+    if (is_floating(a.dtype())) {
+      const Array wide = convert_array(a, DType::f64);
+      for (int64_t i = 0; i < a.size(); ++i) o[i] = narrow_saturated(wide.data<double>()[i], dtype);
+    } else {
+      const Array wide = convert_array(a, DType::i64);
+      for (int64_t i = 0; i < a.size(); ++i) o[i] = narrow_wrapped(wide.data<int64_t>()[i], dtype);
+    }
+    return out;
+  }
+  if (is_narrow_integer(a.dtype())) {
+    Array wide(compute_dtype(a.dtype()), a.shape());
+    if (a.nbytes() > 0) std::memcpy(wide.raw(), a.raw(), a.nbytes());
+    return convert_array(wide, dtype);
+  }
   // Half precision goes through f64, which holds every bf16, f16, f32 and
   // i32 exactly (i64 beyond 2^53 rounds twice), and is rounded once into it.
   if (is_half(dtype)) {

@@ -32,6 +32,14 @@ std::string_view dtype_name(DType d) {
       return "bf16";
     case DType::f16:
       return "f16";
+    case DType::i2:
+      return "i2";
+    case DType::i4:
+      return "i4";
+    case DType::u2:
+      return "u2";
+    case DType::u4:
+      return "u4";
   }
   return "?";
 }
@@ -41,7 +49,8 @@ DType dtype_from_name(std::string_view name) {
     if (dtype_name(d) == name) return d;
   throw ParseError(
       "unknown dtype '" + std::string(name) +
-      "' (expected f32, f64, bf16, f16, i8, i16, i32, i64, u8, u16, u32, u64 or bool)");
+      "' (expected f32, f64, bf16, f16, i2, i4, i8, i16, i32, i64, u2, u4, u8, u16, u32, u64 "
+      "or bool)");
 }
 
 size_t dtype_size(DType d) {
@@ -62,6 +71,10 @@ size_t dtype_size(DType d) {
     case DType::bool_:
     case DType::u8:
     case DType::i8:
+    case DType::i2:
+    case DType::i4:
+    case DType::u2:
+    case DType::u4:
       return 1;
   }
   return 1;
@@ -73,16 +86,46 @@ bool is_floating(DType d) {
 
 void throw_no_storage_type(DType d) {
   throw Error("internal: a kernel was handed " + std::string(dtype_name(d)) +
-              ", which has no C++ arithmetic type (Primitive::evaluate computes it in f32)");
+              ", which has no C++ arithmetic type (Primitive::evaluate computes it in " +
+              std::string(dtype_name(compute_dtype(d))) + ")");
 }
 bool is_integer(DType d) { return d != DType::bool_ && !is_floating(d); }
 bool is_unsigned(DType d) {
-  return d == DType::u32 || d == DType::u8 || d == DType::u16 || d == DType::u64;
+  return d == DType::u32 || d == DType::u8 || d == DType::u16 || d == DType::u64 ||
+         d == DType::u2 || d == DType::u4;
+}
+
+bool is_narrow_integer(DType d) {
+  return d == DType::i2 || d == DType::i4 || d == DType::u2 || d == DType::u4;
+}
+
+int integer_bits(DType d) {
+  if (d == DType::i2 || d == DType::u2) return 2;
+  if (d == DType::i4 || d == DType::u4) return 4;
+  return static_cast<int>(dtype_size(d)) * 8;
+}
+
+bool is_storage_format(DType d) {
+  return d == DType::bf16 || d == DType::f16 || is_narrow_integer(d);
+}
+
+DType compute_dtype(DType d) {
+  if (d == DType::bf16 || d == DType::f16) return DType::f32;
+  if (d == DType::i2 || d == DType::i4) return DType::i8;
+  if (d == DType::u2 || d == DType::u4) return DType::u8;
+  return d;
 }
 
 int64_t num_elements(const Shape& s) {
+  // A zero dimension makes the count 0 whatever the others, even where their product would
+  // overflow.
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error("shape " + shape_str(s) +
+                  " has more elements than an int64 can count (at most 2^63 - 1)");
   return n;
 }
 

@@ -8,9 +8,30 @@
 namespace drx {
 
 // Unsigned integers (u32, u8, u16, u64) wrap around like the signed ones.
-// bf16 and f16 are storage formats computed in f32 (drx/array/half.h). The
+// bf16 and f16 are storage formats computed in f32 (drx/array/half.h); the
+// narrow integers i2, i4, u2 and u4 (StableHLO's i2, i4, ui2, ui4) are storage
+// formats too, one byte per element holding the value (sign-extended, or
+// zero-extended), computed in i8 or u8 and wrapped back to their width. The
 // values are appended so that existing encodings of the others keep their numbers.
-enum class DType : uint8_t { f32, f64, i32, i64, bool_, u32, u8, i8, i16, u16, u64, bf16, f16 };
+enum class DType : uint8_t {
+  f32,
+  f64,
+  i32,
+  i64,
+  bool_,
+  u32,
+  u8,
+  i8,
+  i16,
+  u16,
+  u64,
+  bf16,
+  f16,
+  i2,
+  i4,
+  u2,
+  u4
+};
 inline constexpr DType f32 = DType::f32;
 inline constexpr DType f64 = DType::f64;
 inline constexpr DType i32 = DType::i32;
@@ -24,10 +45,15 @@ inline constexpr DType u16 = DType::u16;
 inline constexpr DType u64 = DType::u64;
 inline constexpr DType bf16 = DType::bf16;
 inline constexpr DType f16 = DType::f16;
+inline constexpr DType i2 = DType::i2;
+inline constexpr DType i4 = DType::i4;
+inline constexpr DType u2 = DType::u2;
+inline constexpr DType u4 = DType::u4;
 // Every dtype, for loops over them.
 inline constexpr DType kAllDTypes[] = {
-    DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_, DType::u32, DType::u8,
-    DType::i8,  DType::i16, DType::u16, DType::u64, DType::bf16,  DType::f16};
+    DType::f32, DType::f64, DType::i32, DType::i64, DType::bool_, DType::u32,
+    DType::u8,  DType::i8,  DType::i16, DType::u16, DType::u64,   DType::bf16,
+    DType::f16, DType::i2,  DType::i4,  DType::u2,  DType::u4};
 
 using Shape = std::vector<int64_t>;
 
@@ -39,6 +65,15 @@ bool is_floating(DType d);  // f32, f64, bf16, f16
 // The signed and unsigned integers (not bool).
 bool is_integer(DType d);
 bool is_unsigned(DType d);
+// i2, i4, u2, u4: integers narrower than a byte, stored one per byte.
+bool is_narrow_integer(DType d);
+// The width in bits of an integer dtype (2 for i2, 64 for u64).
+int integer_bits(DType d);
+// The dtypes kernels never see: bf16, f16 and the narrow integers, which
+// Primitive::evaluate computes in compute_dtype and rounds or wraps back.
+bool is_storage_format(DType d);
+// f32 for bf16 and f16, i8 for i2 and i4, u8 for u2 and u4, else d itself.
+DType compute_dtype(DType d);
 
 int64_t num_elements(const Shape& s);
 std::string shape_str(const Shape& s);  // "[2,3]"
@@ -110,7 +145,8 @@ template <class T>
 inline constexpr DType dtype_of = dtype_of_t<T>::value;
 
 // Calls fn(T{}) with T the storage type of `d` (uint8_t for bool, char8_t for u8).
-// Kernels never see bf16 or f16: Primitive::evaluate widens them to f32.
+// Kernels never see bf16, f16 or the narrow integers: Primitive::evaluate
+// widens them (compute_dtype).
 [[noreturn]] void throw_no_storage_type(DType d);
 
 template <class Fn>
@@ -138,6 +174,10 @@ decltype(auto) dispatch_dtype(DType d, Fn&& fn) {
       return fn(uint64_t{});
     case DType::bf16:
     case DType::f16:
+    case DType::i2:
+    case DType::i4:
+    case DType::u2:
+    case DType::u4:
       throw_no_storage_type(d);
     case DType::bool_:
       break;

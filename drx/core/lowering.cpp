@@ -48,6 +48,14 @@ std::string mlir_element_type(DType d) {
       return "ui32";
     case DType::u64:
       return "ui64";
+    case DType::i2:
+      return "i2";
+    case DType::i4:
+      return "i4";
+    case DType::u2:
+      return "ui2";
+    case DType::u4:
+      return "ui4";
   }
   throw Error("stablehlo: no element type for dtype " + std::string(dtype_name(d)));
 }

@@ -65,6 +65,27 @@ class StableHloEmitter {
   // op is exactly rounded) or are one stablehlo.reduce.
   virtual bool canonical_placement_reductions() const = 0;
 
+  // ---- shardings, where DrJAX writes them ---------------------------------
+  // Emits the program `batched` (a map_fn body batched over `placement` by
+  // vmap) with its inputs bound to `args`, as jax.vmap(spmd_axis_name=
+  // placement): constraints written inside carry the placement's mesh axis
+  // on the batch dimension. The default inlines it plainly.
+  virtual std::vector<std::string> inline_batched(const Program& batched,
+                                                  const std::vector<std::string>& args,
+                                                  const std::string& placement) {
+    (void)placement;
+    return inline_program(batched, args);
+  }
+  // A sharding constraint on `value` (a placed value of type t standing for
+  // an operand or result of the equation being lowered): the mesh axes of its
+  // placement (and of the enclosing batched map_fn bodies) on their
+  // dimensions, every other dimension open. Returns the constrained name;
+  // `value` itself where there is nothing to constrain (the default).
+  virtual std::string constrain_placed(const std::string& value, const Type& t) {
+    (void)t;
+    return value;
+  }
+
   // ---- conveniences over emit() --------------------------------------------
   // One result of type t.
   std::string emit1(const std::string& op, const std::vector<std::string>& operands,

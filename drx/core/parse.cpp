@@ -682,6 +682,24 @@ class Parser {
             half_from_double(dtype, to_float<double>(*elems[i].tok, elems[i].negated));
       return a;
     }
+    if (is_narrow_integer(dtype)) {
+      // Read in the compute dtype (i8 or u8), then range-checked to the width.
+      const int bits = integer_bits(dtype);
+      const int64_t lo = is_unsigned(dtype) ? 0 : -(int64_t{1} << (bits - 1));
+      const int64_t hi =
+          is_unsigned(dtype) ? (int64_t{1} << bits) - 1 : (int64_t{1} << (bits - 1)) - 1;
+      for (size_t i = 0; i < elems.size(); ++i) {
+        const Token& t = *elems[i].tok;
+        if (t.kind != Tok::integer || elems[i].negated)
+          fail(t, "an integer in the " + std::string(dtype_name(dtype)) + " array " + key);
+        const int64_t v = to_int(t);
+        if (v < lo || v > hi)
+          fail_at(t,
+                  "element " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
+        a.data<int8_t>()[i] = static_cast<int8_t>(v);
+      }
+      return a;
+    }
     dispatch_dtype(dtype, [&](auto z) {
       using T = decltype(z);
       T* out = a.data<T>();

@@ -5,17 +5,23 @@
 namespace drx {
 namespace {
 
-// Where evaluate() has to widen: a bf16/f16 operand or parameter, and no
-// sub-program (whose equations see the narrow values themselves).
+// Where evaluate() has to widen: a storage-format (bf16, f16, narrow integer)
+// operand or parameter, and no sub-program (whose equations see the narrow
+// values themselves).
 bool needs_widening(const std::vector<Array>& ins, const Params& params) {
-  bool half = false;
-  for (const Array& a : ins) half = half || is_half(a.dtype());
+  bool narrow = false;
+  for (const Array& a : ins) narrow = narrow || is_storage_format(a.dtype());
   for (const auto& [key, attr] : params.items()) {
     if (std::holds_alternative<std::shared_ptr<const Program>>(attr)) return false;
-    if (const DType* d = std::get_if<DType>(&attr)) half = half || is_half(*d);
-    if (const Array* a = std::get_if<Array>(&attr)) half = half || is_half(a->dtype());
+    if (const DType* d = std::get_if<DType>(&attr)) narrow = narrow || is_storage_format(*d);
+    if (const Array* a = std::get_if<Array>(&attr))
+      narrow = narrow || is_storage_format(a->dtype());
   }
-  return half;
+  return narrow;
+}
+
+Array widened(const Array& a) {
+  return is_storage_format(a.dtype()) ? convert_array(a, compute_dtype(a.dtype())) : a;
 }
 
 }  // namespace
@@ -27,19 +33,20 @@ std::vector<Array> Primitive::evaluate(const std::vector<Array>& ins, const Para
   const std::vector<Type> out_types = infer(in_types, params);
   std::vector<Array> wide;
   wide.reserve(ins.size());
-  for (const Array& a : ins) wide.push_back(is_half(a.dtype()) ? convert_array(a, DType::f32) : a);
+  for (const Array& a : ins) wide.push_back(widened(a));
   Params wide_params;
   for (const auto& [key, attr] : params.items()) {
-    if (const DType* d = std::get_if<DType>(&attr); d && is_half(*d))
-      wide_params.set(key, DType::f32);
-    else if (const Array* a = std::get_if<Array>(&attr); a && is_half(a->dtype()))
-      wide_params.set(key, convert_array(*a, DType::f32));
+    if (const DType* d = std::get_if<DType>(&attr); d && is_storage_format(*d))
+      wide_params.set(key, compute_dtype(*d));
+    else if (const Array* a = std::get_if<Array>(&attr); a && is_storage_format(a->dtype()))
+      wide_params.set(key, widened(*a));
     else
       wide_params.set(key, attr);
   }
   std::vector<Array> outs = eval(wide, wide_params);
   for (size_t k = 0; k < outs.size() && k < out_types.size(); ++k)
-    if (is_half(out_types[k].dtype)) outs[k] = convert_array(outs[k], out_types[k].dtype);
+    if (is_storage_format(out_types[k].dtype))  // rounded (bf16, f16) or wrapped (i2 ... u4)
+      outs[k] = convert_array(outs[k], out_types[k].dtype);
   return outs;
 }
 

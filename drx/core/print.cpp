@@ -21,6 +21,11 @@ std::string array_text(const Array& a) {
       s += (i ? ", " : "") + text::f32_text(static_cast<float>(a.element_as_double(i)));
     return s + "}";
   }
+  if (is_narrow_integer(a.dtype())) {
+    for (int64_t i = 0; i < a.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(static_cast<int>(a.element_as_double(i)));
+    return s + "}";
+  }
   dispatch_dtype(a.dtype(), [&](auto t) {
     using T = decltype(t);
     const T* d = a.data<T>();

@@ -1,6 +1,9 @@
 // The well-formedness check behind every transformation's output: SSA form
 // and types that agree with what each primitive infers.
+#include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "drx/core/primitive.h"
 #include "drx/core/program_text.h"
@@ -35,6 +38,35 @@ class Verifier {
   }
   static std::string var(int v) { return "%" + std::to_string(v); }
 
+  // The header's placements fix the leading dimensions of placed values: one row per member,
+  // one axis per level of a nested path. A value of another size would still run, row by row,
+  // but for a cohort the program does not declare. "" when t is fine (or nothing is declared).
+  static std::string placement_problem(const Program& p, const Type& t) {
+    if (t.placement.empty() || p.placements.empty()) return "";
+    std::string declared;
+    for (const auto& [name, size] : p.placements)
+      declared += (declared.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+    std::vector<std::string> levels;
+    for (size_t start = 0;;) {
+      const size_t dot = t.placement.find('.', start);
+      levels.push_back(t.placement.substr(start, dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    for (size_t i = 0; i < levels.size(); ++i) {
+      const auto it = std::find_if(p.placements.begin(), p.placements.end(),
+                                   [&](const auto& d) { return d.first == levels[i]; });
+      if (it == p.placements.end())
+        return text::type_text(t) + " is placed at '" + levels[i] +
+               "', which the header does not declare ([" + declared + "])";
+      if (static_cast<int64_t>(i) >= t.ndim() || t.shape[i] != it->second)
+        return text::type_text(t) + " does not have one row per member of '" + levels[i] +
+               "' (dimension " + std::to_string(i) + " should be " + std::to_string(it->second) +
+               ", as the header [" + declared + "] declares)";
+    }
+    return "";
+  }
+
   void check_body(const Program& p) {
     const size_t n = p.var_types.size();
     auto in_range = [&](int v) { return v >= 0 && static_cast<size_t>(v) < n; };
@@ -50,6 +82,8 @@ class Verifier {
         throw TypeError(header(p) + "input " + std::to_string(i) + " " + var(v) +
                         " is already an earlier input (each variable is defined once)");
       if (std::string problem = text::type_problem(p.type_of(v)); !problem.empty())
+        throw TypeError(header(p) + "input " + std::to_string(i) + " " + var(v) + ": " + problem);
+      if (std::string problem = placement_problem(p, p.type_of(v)); !problem.empty())
         throw TypeError(header(p) + "input " + std::to_string(i) + " " + var(v) + ": " + problem);
       defined[static_cast<size_t>(v)] = 1;
     }
@@ -93,6 +127,8 @@ class Verifier {
           fail(p, k, e,
                "output " + var(v) + " is recorded as " + text::type_text(p.type_of(v)) + " but " +
                    e.prim->name() + " infers " + text::type_text(inferred[i]));
+        if (std::string problem = placement_problem(p, inferred[i]); !problem.empty())
+          fail(p, k, e, "output " + var(v) + ": " + problem);
         defined[static_cast<size_t>(v)] = 1;
       }
     }

@@ -154,9 +154,9 @@ void drop_dead(const Program& p, std::vector<EqnChoice>& choices) {
 
 bool touches_half_precision(const Eqn& e, const std::vector<VarInfo>& vars) {
   for (int v : e.ins)
-    if (is_half(vars[static_cast<size_t>(v)].dtype)) return true;
+    if (is_storage_format(vars[static_cast<size_t>(v)].dtype)) return true;
   for (int v : e.outs)
-    if (is_half(vars[static_cast<size_t>(v)].dtype)) return true;
+    if (is_storage_format(vars[static_cast<size_t>(v)].dtype)) return true;
   return false;
 }
 
@@ -203,8 +203,9 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       c.live = false;
       continue;
     }
-    // bf16/f16 equations run as the reference does (Primitive::evaluate, in
-    // f32): the compiled kernels are written for the arithmetic dtypes.
+    // bf16/f16 and narrow-integer equations run as the reference does
+    // (Primitive::evaluate, widened): the compiled kernels are written for the
+    // arithmetic dtypes.
     std::optional<KernelSpec> spec;
     if (!touches_half_precision(e, plan->vars)) spec = select_kernel(e, cx);
     if (spec) {

@@ -1,11 +1,14 @@
 #include "drx/exec/mesh.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 
 #include "drx/array/error.h"
 #include "drx/core/process_group.h"
 #include "drx/exec/thread_pool.h"
+#include "drx/ir/program.h"
 
 namespace drx {
 
@@ -106,5 +109,75 @@ MeshScope::MeshScope(const Mesh& mesh) { scoped.push_back(mesh); }
 MeshScope::~MeshScope() { scoped.pop_back(); }
 
 Mesh current_mesh() { return scoped.empty() ? Mesh() : scoped.back(); }
+
+}  // namespace drx
+
+namespace drx {
+namespace {
+
+// Each placement of p and its size: the declared ones, and every level of
+// the placed values' types (programs traced without a declaration).
+std::map<std::string, int64_t> placement_sizes(const Program& p) {
+  std::map<std::string, int64_t> sizes(p.placements.begin(), p.placements.end());
+  for (const Type& t : p.var_types) {
+    std::string rest = t.placement;
+    for (size_t d = 0; !rest.empty() && d < t.shape.size(); ++d) {
+      sizes.emplace(outer_placement(rest), t.shape[d]);
+      rest = inner_placement(rest);
+    }
+  }
+  return sizes;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+void check_mesh_names_placements(const Program& program, const Mesh& mesh, const std::string& op) {
+  if (mesh.axes().empty()) return;
+  const std::map<std::string, int64_t> sizes = placement_sizes(program);
+  for (const auto& axis : mesh.axes())
+    if (sizes.count(axis.first)) return;
+  std::string names;
+  for (const auto& [name, size] : sizes)
+    names += (names.empty() ? "" : ", ") + name + " (" + std::to_string(size) + ")";
+  std::string msg =
+      op + ": mesh " + mesh.str() + " names no placement of the program @" + program.name + " (" +
+      (names.empty() ? std::string("it has no placements") : "its placements: " + names) +
+      "); a mesh axis splits the placement of its name";
+  // The closest placement to any axis, if close enough to be a misspelling.
+  std::string best_axis, best_name;
+  size_t best = SIZE_MAX;
+  for (const auto& axis : mesh.axes())
+    for (const auto& [name, size] : sizes)
+      if (const size_t d = edit_distance(axis.first, name); d < best) {
+        best = d, best_axis = axis.first, best_name = name;
+      }
+  if (best != SIZE_MAX && best <= std::max<size_t>(2, best_name.size() / 3))
+    msg += ". Did you mean '" + best_name + "' for mesh axis '" + best_axis + "'?";
+  throw Error(msg);
+}
+
+std::vector<IdleMeshAxis> idle_mesh_axes(const Program& program, const Mesh& mesh) {
+  std::vector<IdleMeshAxis> idle;
+  const std::map<std::string, int64_t> sizes = placement_sizes(program);
+  for (const auto& [axis, devices] : mesh.axes())
+    if (auto it = sizes.find(axis); it != sizes.end() && devices > it->second)
+      idle.push_back({axis, devices, it->second});
+  return idle;
+}
 
 }  // namespace drx

@@ -15,6 +15,7 @@
 // each process then holds the axis' devices of its own, runs a contiguous
 // range of the clients on them, and the ProcessGroup combines the partial
 // reductions in the same tree.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@
 namespace drx {
 
 class ProcessGroup;
+class Program;
 
 namespace exec {
 class ThreadPool;
@@ -84,5 +86,24 @@ class MeshScope {
 
 // The innermost MeshScope's mesh on this thread, else the default mesh.
 Mesh current_mesh();
+
+// A mesh given for a program must mean something: throws drx::Error, naming
+// `op`, when `mesh` has axes and none of them names a placement of `program`
+// (a misspelt axis would otherwise run or export unsharded without a word),
+// with the closest placement name as a suggestion. Axes beyond the
+// placements are allowed (model axes). An ambient MeshScope is not checked:
+// it simply does not apply to a program without its placements.
+void check_mesh_names_placements(const Program& program, const Mesh& mesh, const std::string& op);
+
+// A mesh axis with more devices than its placement has values.
+struct IdleMeshAxis {
+  std::string axis;
+  int devices = 0;
+  int64_t size = 0;
+};
+// The axes of `mesh` that split a placement of `program` of fewer values
+// than the axis has devices (jit runs them with idle devices; an export
+// would place only padding there).
+std::vector<IdleMeshAxis> idle_mesh_axes(const Program& program, const Mesh& mesh);
 
 }  // namespace drx

@@ -15,8 +15,9 @@ namespace drx {
 
 namespace {
 
-// bf16/f16 rows reduce in f32 and round once, as Primitive::evaluate does.
-DType accumulation_dtype(DType d) { return is_half(d) ? DType::f32 : d; }
+// bf16/f16 rows reduce in f32 and round once, as Primitive::evaluate does
+// (narrow integers in i8/u8, wrapped once).
+DType accumulation_dtype(DType d) { return compute_dtype(d); }
 
 Array combine(Aggregation kind, const Array& left, const Array& right) {
   Array out(left.dtype(), left.shape());

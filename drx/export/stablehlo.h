@@ -22,9 +22,16 @@ struct StableHloOptions {
   bool single_reduce = false;
   // The module's name; default "jit_" + the program's name.
   std::string module_name;
+  // A mesh axis with more devices than its placement has values is an error
+  // (those devices would hold only padding) unless this is set.
+  bool allow_idle_devices = false;
 };
 
-// Throws drx::Error naming the equation for a primitive without a lowering.
+// Throws drx::Error naming the equation for a primitive without a lowering;
+// for a mesh with axes none of which names a placement of the program (see
+// check_mesh_names_placements, drx/exec/mesh.h); and for a mesh axis larger
+// than its placement unless options.allow_idle_devices. Dead code is removed
+// (simplify) before lowering; arguments are named %arg0, %arg1, ...
 std::string to_stablehlo(const Program& program, const Mesh& mesh = Mesh(),
                          const StableHloOptions& options = {});
 

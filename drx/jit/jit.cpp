@@ -64,6 +64,9 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     for (const Array& a : arrays) types.emplace_back(a.dtype(), a.shape());
     TracedFn t = trace_tree_fn(fn_, args, types, "jit");
     Program p = std::move(t.program);
+    // Only a mesh given to jit itself: an ambient MeshScope simply does not
+    // apply to a program without its placements.
+    if (mesh_) check_mesh_names_placements(p, *mesh_, "jit");
     Tree out = std::move(t.out_structure);
     Program simplified = simplify(p);
     auto executable = std::make_shared<const Executable>(simplified, mesh);

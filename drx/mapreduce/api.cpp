@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,6 +79,13 @@ const InferredServerLeaf* find_inferred_server_leaf(const Value& v) {
 
 std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 
+// What placement inference did with one argument leaf that has a leading dimension.
+struct InferredLeaf {
+  size_t arg = 0, leaf = 0, leaves = 1;
+  Type type;                            // as given, unplaced
+  std::vector<std::string> candidates;  // placements of its leading size
+};
+
 // `drx::program({{"clients", 8}}, f` as the user would write it.
 std::string program_call(const Placements& placements) {
   std::string s;
@@ -85,6 +93,74 @@ std::string program_call(const Placements& placements) {
     s += (s.empty() ? "" : ", ") + std::string("{") + quoted(name) + ", " + std::to_string(size) +
          "}";
   return "drx::program({" + s + "}, f";
+}
+
+std::string quoted_list(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "'" : ", '") + n + "'";
+  return s;
+}
+
+// The notes for an error escaping a program about arguments that inference placed (or left on
+// the server for ambiguity): what it did to each, and the in_placements that say so explicitly.
+// An error is about such an argument when it shows the argument's type as inference made it
+// ("f32[3]@clients"; "f32[3,2]" when ambiguous). "" when it is about none of them, or already
+// explains in_placements (map_fn's for an argument left on the server).
+std::string inference_note(const std::string& message, const std::vector<InferredLeaf>& leaves,
+                           const std::vector<std::string>& arg_placements,
+                           const Placements& placements) {
+  if (message.find("in_placements") != std::string::npos) return "";
+  std::string s;
+  for (const InferredLeaf& l : leaves) {
+    const bool placed = l.candidates.size() == 1;
+    Type as_inferred = l.type;
+    if (placed) as_inferred.placement = l.candidates[0];
+    if (message.find(as_inferred.str()) == std::string::npos) continue;
+    const std::string n = std::to_string(l.type.shape[0]);
+    s += "\n  note: argument " + std::to_string(l.arg) +
+         (l.leaves > 1 ? " leaf " + std::to_string(l.leaf) : "") + " (" + l.type.str() + ") ";
+    if (placed)
+      s += "was placed at '" + l.candidates[0] +
+           "' by placement inference: its leading dimension " + n +
+           " equals the size of placement '" + l.candidates[0] + "'";
+    else
+      s += "was left on the server by placement inference, which found it ambiguous: its leading "
+           "dimension " +
+           n + " is the size of placements " + quoted_list(l.candidates);
+  }
+  if (s.empty()) return "";
+  std::string list;
+  for (const std::string& p : arg_placements) list += (list.empty() ? "" : ", ") + quoted(p);
+  return s + "\n  note: inference gave in_placements {" + list +
+         "} (\"\" = server); to place arguments otherwise, pass in_placements, e.g. " +
+         program_call(placements) + ", /*in_placements=*/{" + list + "})";
+}
+
+// The message with the notes placed after the original message, before the context lines
+// ("\n  in the map_fn body ...") that bodies traced inside the program added.
+std::string with_notes(const std::string& message, const std::string& notes) {
+  const size_t at = std::min(message.find("\n  in "), message.size());
+  return message.substr(0, at) + notes + message.substr(at);
+}
+
+// Runs fn; a drx::Error escaping it that is about an inferred argument is rethrown as the same
+// type with inference_note's notes.
+Tree with_inference_notes(const std::vector<InferredLeaf>& leaves,
+                          const std::vector<std::string>& arg_placements,
+                          const Placements& placements, const std::function<Tree()>& fn) {
+  if (leaves.empty()) return fn();
+  auto noted = [&](const Error& e) {
+    return with_notes(e.what(), inference_note(e.what(), leaves, arg_placements, placements));
+  };
+  try {
+    return fn();
+  } catch (const ParseError& e) {
+    throw ParseError(noted(e));
+  } catch (const TypeError& e) {
+    throw TypeError(noted(e));
+  } catch (const Error& e) {
+    throw Error(noted(e));
+  }
 }
 
 // map_fn was given a program argument that inference did not place.
@@ -158,7 +234,11 @@ Value reduce_mean(const Value& x) {
   require_placed("reduce_mean", x);
   if (!is_floating(x.dtype()))
     throw Error("reduce_mean: operand " + x.type().str() + " is not floating-point; use astype");
-  return emit_reduce_sum(x) / static_cast<double>(x.shape()[0]);
+  const int64_t n = x.shape()[0];
+  // Over no clients the mean is 0 (the empty sum), not 0/0; n is known when tracing, so a
+  // mean over clients keeps its bits.
+  if (n == 0) return emit_reduce_sum(x);
+  return emit_reduce_sum(x) / static_cast<double>(n);
 }
 
 Value reduce_weighted_mean(const Value& x, const Value& w) {
@@ -173,7 +253,13 @@ Value reduce_weighted_mean(const Value& x, const Value& w) {
                 std::string(dtype_name(xt.dtype)) + "[" + std::to_string(xt.shape[0]) + "]@" +
                 xt.placement);
   Value weighted = map_fn([](Value xi, Value wi) { return xi * wi; }, x, w);
-  return emit_reduce_sum(weighted) / emit_reduce_sum(w);
+  const Value num = emit_reduce_sum(weighted), den = emit_reduce_sum(w);
+  // Weights summing to 0 (every client dropped out) give 0, not 0/0. The division sees 1
+  // there, so that its derivative is 0 rather than NaN too; elsewhere it is num / den, the
+  // same bits as ever.
+  const Value some = not_equal(den, scalar_like(den, 0.0));
+  const Value safe_den = where(some, den, scalar_like(den, 1.0));
+  return where(some, num / safe_den, zeros_like(num));
 }
 
 Value placement_softmax(const Value& x) {
@@ -320,6 +406,7 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
                   std::to_string(args.size()) + " arguments");
     InferredServerScope inferred;
     std::vector<InferredServerLeaf> left_on_server;
+    std::vector<InferredLeaf> inferred_leaves;  // placed by, or ambiguous for, inference
     std::vector<std::string> arg_placements;
     std::vector<Tree> placed;
     for (size_t a = 0; a < args.size(); ++a) {
@@ -335,6 +422,7 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
           std::vector<std::string> matches;
           for (const auto& [name, size] : declared_placements())
             if (size == t.shape[0]) matches.push_back(name);
+          if (!matches.empty()) inferred_leaves.push_back({a, i, leaves.size(), t, matches});
           if (matches.size() == 1)
             target = matches[0];
           else
@@ -350,7 +438,8 @@ TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_p
       r.arg_placements = arg_placements;
       inferred_server_leaves.push_back(std::move(r));
     }
-    return f(placed);
+    return with_inference_notes(inferred_leaves, arg_placements, placements,
+                                [&] { return f(placed); });
   };
 }
 

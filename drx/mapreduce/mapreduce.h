@@ -13,7 +13,9 @@ namespace drx {
 // ---- type-erased cores ----------------------------------------------------
 // in_placements: one entry per argument ("" = server); empty = infer (an
 // argument whose leading dimension equals exactly one declared placement's
-// size is placed there).
+// size is placed there; one matching several stays on the server). An error
+// escaping f then ends with notes saying what inference did to each such
+// argument and the equivalent in_placements.
 TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_placements);
 Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args);
 
@@ -32,7 +34,8 @@ Value broadcast(const Value& x, const std::string& placement);
 Tree broadcast(const Tree& x);
 Tree broadcast(const Tree& x, const std::string& placement);
 
-// Placed -> server.
+// Placed -> server. Over a placement of size 0 (a cohort in which every client dropped
+// out) reduce_sum and reduce_mean give 0 (the mean is not 0/0).
 Value reduce_sum(const Value& x);
 Value reduce_mean(const Value& x);
 Value reduce_max(const Value& x);
@@ -41,7 +44,10 @@ Tree reduce_sum(const Tree& x);
 Tree reduce_mean(const Tree& x);
 Tree reduce_max(const Tree& x);
 Tree reduce_min(const Tree& x);
-// sum_i w_i x_i / sum_i w_i with w placed of shape [n]; differentiable in w.
+// sum_i w_i x_i / sum_i w_i with w placed of shape [n]; differentiable in w. When the
+// weights sum to exactly 0 (all weights 0: every client dropped out, or no clients) the result
+// is 0, with derivative 0 in x and w, rather than NaN; otherwise its bits are those of the
+// division.
 Value reduce_weighted_mean(const Value& x, const Value& w);
 Tree reduce_weighted_mean(const Tree& x, const Value& w);
 

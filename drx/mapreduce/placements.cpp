@@ -49,9 +49,11 @@ PlacementScope::PlacementScope(const Placements& placements) {
       throw Error("program: placement name '" + name +
                   "' contains '.', which separates nested placements in types "
                   "(f32[4,8]@groups.clients); choose a name without '.'");
-    if (size < 1)
+    // Size 0 is a cohort in which nobody takes part (every client dropped out): its
+    // reductions give their empty results (reduce_sum and the means 0).
+    if (size < 0)
       throw Error("program: placement '" + name + "' has size " + std::to_string(size) +
-                  " (expected at least 1)");
+                  " (expected a size >= 0)");
     for (size_t j = 0; j < i; ++j)
       if (placements[j].first == name)
         throw Error("program: placement '" + name + "' declared twice");

@@ -84,12 +84,15 @@ std::string already_placed(const Type& t, const std::string& target, int64_t siz
 class BroadcastPrim : public Primitive {
  public:
   BroadcastPrim() : Primitive("broadcast") {}
-  // Every client gets the server value: a new leading axis.
+  // Every client gets the server value: a new leading axis, constrained to
+  // the placement's mesh axis as DrJAX's broadcast does.
   void lower(StableHloEmitter& em, const Params&) const override {
     std::vector<int64_t> dims;
     for (int64_t d = 0; d < em.operand_type(0).ndim(); ++d) dims.push_back(d + 1);
-    em.set_results({em.emit1("stablehlo.broadcast_in_dim", {em.operand(0)},
-                             {{"broadcast_dimensions", mlir_i64_array(dims)}}, em.result_type(0))});
+    const std::string out =
+        em.emit1("stablehlo.broadcast_in_dim", {em.operand(0)},
+                 {{"broadcast_dimensions", mlir_i64_array(dims)}}, em.result_type(0));
+    em.set_results({em.constrain_placed(out, em.result_type(0))});
   }
   bool placement_aware() const override { return true; }
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
@@ -252,11 +255,14 @@ std::shared_ptr<const Program> simplified(Program p) {
 class MapFnPrim : public Primitive {
  public:
   MapFnPrim() : Primitive("map_fn") {}
-  // As DrJAX: the body batched over the placement axis (drx's vmap of the
-  // body), inlined. A body's placed inputs and outputs (nested placements)
-  // carry the batch after their own placement axes, so those are transposed.
+  // As DrJAX: operands and results constrained to the placement's mesh axis,
+  // the body batched over the placement axis (drx's vmap of the body) and
+  // inlined as vmap(spmd_axis_name=placement). A body's placed inputs and
+  // outputs (nested placements) carry the batch after their own placement
+  // axes, so those are transposed.
   void lower(StableHloEmitter& em, const Params& p) const override {
     const Program& body = p.get_program("body", name());
+    const std::string& placement = p.get_string("placement", name());
     const int64_t n = em.operand_type(0).shape[0];
     const Program batched = vmap_program(body, std::vector<bool>(body.inputs.size(), true), n);
     // Moves axis `from` of x (type t) to `to`, giving a value of type `want`.
@@ -276,13 +282,15 @@ class MapFnPrim : public Primitive {
     std::vector<std::string> args;
     for (size_t i = 0; i < em.num_operands(); ++i) {
       const int64_t depth = placement_depth(body.type_of(body.inputs[i]).placement);
+      const std::string operand = em.constrain_placed(em.operand(i), em.operand_type(i));
       args.push_back(
-          move(em.operand(i), em.operand_type(i), 0, depth, batched.type_of(batched.inputs[i])));
+          move(operand, em.operand_type(i), 0, depth, batched.type_of(batched.inputs[i])));
     }
-    std::vector<std::string> outs = em.inline_program(batched, args);
+    std::vector<std::string> outs = em.inline_batched(batched, args, placement);
     for (size_t k = 0; k < outs.size(); ++k) {
       const int64_t depth = placement_depth(body.type_of(body.outputs[k]).placement);
       outs[k] = move(outs[k], batched.type_of(batched.outputs[k]), depth, 0, em.result_type(k));
+      outs[k] = em.constrain_placed(outs[k], em.result_type(k));
     }
     em.set_results(outs);
   }

@@ -80,14 +80,22 @@ struct ShiftRightArithmetic {
 };
 
 // Which operands a bitwise primitive takes: integers, or integers and bool.
-enum class Operands { integers, integers_or_bool };
+// A logical right shift of i2/i4, computed in i8 (Primitive::evaluate), would
+// shift in the sign extension's ones rather than zeros: it takes no signed
+// narrow integers.
+enum class Operands { integers, integers_or_bool, integers_but_signed_narrow };
 
 bool takes(Operands o, DType d) {
+  if (o == Operands::integers_but_signed_narrow)
+    return is_integer(d) && !(is_narrow_integer(d) && !is_unsigned(d));
   return is_integer(d) || (o == Operands::integers_or_bool && d == DType::bool_);
 }
 std::string operands_str(Operands o) {
-  return o == Operands::integers ? "integer operands (i8, i16, i32, i64, u8, u16, u32 or u64)"
-                                 : "integer or bool operands (i8 … i64, u8 … u64 or bool)";
+  if (o == Operands::integers_but_signed_narrow)
+    return "integer operands (i8 … i64, u2, u4, u8 … u64; not i2 or i4, whose logical shift drx "
+           "does not compute)";
+  return o == Operands::integers ? "integer operands (i2 … i64, u2 … u64)"
+                                 : "integer or bool operands (i2 … i64, u2 … u64 or bool)";
 }
 
 template <class Fn>
@@ -192,7 +200,7 @@ DRX_PRIMITIVE_FAMILY(elementwise_bitwise) {
   registry.add(std::make_unique<BitwisePrim<ShiftLeft, 2>>("shift_left", "stablehlo.shift_left",
                                                            O::integers));
   registry.add(std::make_unique<BitwisePrim<ShiftRightLogical, 2>>(
-      "shift_right_logical", "stablehlo.shift_right_logical", O::integers));
+      "shift_right_logical", "stablehlo.shift_right_logical", O::integers_but_signed_narrow));
   registry.add(std::make_unique<BitwisePrim<ShiftRightArithmetic, 2>>(
       "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", O::integers));
 }

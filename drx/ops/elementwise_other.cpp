@@ -150,7 +150,7 @@ class ConvertPrim : public Primitive {
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
     const Array& x = ins[0];
     const DType to = p.get_dtype("dtype", name());
-    if (is_half(x.dtype()) || is_half(to)) return {convert_array(x, to)};
+    if (is_storage_format(x.dtype()) || is_storage_format(to)) return {convert_array(x, to)};
     Array out(to, x.shape());
     dispatch_dtype(x.dtype(), [&](auto s) {
       using S = decltype(s);

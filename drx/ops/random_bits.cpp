@@ -133,6 +133,15 @@ class BitcastPrim : public NoDerivativeUnary {
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
     check_arity(name(), ins, 1);
     const DType to = p.get_dtype("dtype", name());
+    // Narrow integers hold one value per byte, so their bits are those of
+    // another narrow integer of the same width only.
+    const bool narrow = is_narrow_integer(to) || is_narrow_integer(ins[0].dtype);
+    if (narrow && (!is_narrow_integer(to) || !is_narrow_integer(ins[0].dtype) ||
+                   integer_bits(to) != integer_bits(ins[0].dtype)))
+      throw TypeError("bitcast_convert: " + ins[0].str() + " cannot be reinterpreted as " +
+                      std::string(dtype_name(to)) + " (expected a dtype of the same width, " +
+                      std::to_string(integer_bits(is_narrow_integer(to) ? to : ins[0].dtype)) +
+                      " bits)");
     if (dtype_size(to) != dtype_size(ins[0].dtype) || to == DType::bool_ ||
         ins[0].dtype == DType::bool_)
       throw TypeError("bitcast_convert: " + ins[0].str() + " cannot be reinterpreted as " +
@@ -143,6 +152,8 @@ class BitcastPrim : public NoDerivativeUnary {
   }
   bool computes_half_precision() const override { return true; }  // bytes are bytes
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
+    if (is_narrow_integer(ins[0].dtype()))  // i4 <-> u4: the low bits, re-extended
+      return {convert_array(ins[0], p.get_dtype("dtype", name()))};
     Array out(p.get_dtype("dtype", name()), ins[0].shape());
     if (out.nbytes() > 0) std::memcpy(out.raw(), ins[0].raw(), out.nbytes());
     return {out};

@@ -86,6 +86,12 @@ struct DpSpec {
 // The state a DP round starts from: the server optimizer's state with the initial clip and
 // the noise key (random::key(seed), say). clip may be +inf (no clipping).
 Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype);
+// The same, checked against the round's DpSpec as well: an infinite clip with noise
+// (noise_multiplier > 0) is an error, since the noise's std z * clip would be infinite; with
+// noise_multiplier 0 it keeps its meaning, no clipping. Build the state of a DP round with
+// this one: the round itself reads the clip only when it runs.
+Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype,
+                    const DpSpec& dp);
 
 struct RoundSpec {
   ClientSgd client;

@@ -215,6 +215,19 @@ Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DTy
        {"server", server_state}});
 }
 
+Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype,
+                    const DpSpec& dp) {
+  RoundSpec spec;
+  spec.dp = dp;
+  check_dp(spec);
+  if (std::isinf(clip) && dp.noise_multiplier > 0)
+    throw Error("dp_round_state: clip inf with noise multiplier " +
+                std::to_string(dp.noise_multiplier) +
+                ": the noise std z * clip is infinite; an infinite clip (no clipping) has "
+                "unbounded sensitivity, so it goes only with noise multiplier 0");
+  return dp_round_state(server_state, clip, key, dtype);
+}
+
 namespace {
 
 // The round once its inputs are checked: `data` is what each client trains on, a list of

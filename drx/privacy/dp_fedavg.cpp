@@ -1,9 +1,12 @@
 #include "drx/privacy/dp_fedavg.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
+#include "drx/core/trace.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 #include "drx/random/random.h"
 #include "drx/trace/tree_math.h"
 
@@ -23,13 +26,39 @@ void require_positive(const char* op, const char* what, double v) {
                 ", expected a finite positive number");
 }
 
+// The value of a scalar that is fixed when tracing (a constant, possibly converted), so that
+// a bad one is an error now rather than a NaN in every round; nullopt when it is computed or
+// an input.
+std::optional<double> value_when_traced(const Value& v) {
+  const Program& p = v.trace()->program;
+  for (const Eqn& e : p.eqns) {
+    if (e.outs.size() != 1 || e.outs[0] != v.id()) continue;
+    if (e.prim == &prims::constant()) {
+      const Array& a = e.params.get_array("value", "constant");
+      if (a.size() == 1) return a.element_as_double(0);
+    } else if (e.prim == &prims::convert() && e.ins.size() == 1) {
+      return value_when_traced(Value(v.trace_ptr(), e.ins[0]));
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Clipped clip_by_l2_norm(const Tree& update, const Value& clip) {
   require_scalar("clip_by_l2_norm", "clip", clip);
+  if (std::optional<double> c = value_when_traced(clip); c && !(*c >= 0))
+    throw Error("clip_by_l2_norm: clip = " + std::to_string(*c) +
+                ", expected a number >= 0 (+inf: no clipping)");
   const Value norm = tree_l2_norm(update).value();
-  // min(1, C / norm): C = inf or norm = 0 give inf, so the factor is exactly 1.
-  const Value factor = minimum(astype(clip, norm.dtype()) / norm, scalar_like(norm, 1.0));
+  // A traced clip that is negative or NaN clips as 0: a negative factor would flip the update
+  // and NaN would poison it. The factor is bound / norm where that is below 1 (the same bits as
+  // min(1, bound / norm)), else exactly 1: also for a zero update and for bound = inf.
+  const Value c = astype(clip, norm.dtype());
+  const Value zero = scalar_like(c, 0.0);
+  const Value bound = where(greater(c, zero), c, zero);
+  const Value factor = where(greater(norm, bound), bound / norm, scalar_like(norm, 1.0));
   Tree clipped =
       tree_map([&](const Value& v) { return v * astype(factor, v.dtype()); }, tree_values(update));
   return {clipped, norm};
@@ -57,6 +86,14 @@ Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multi
   if (!(noise_multiplier >= 0) || !std::isfinite(noise_multiplier))
     throw Error("noisy_mean: noise_multiplier = " + std::to_string(noise_multiplier) +
                 ", expected a finite number >= 0");
+  // The noise's std is z * clip: an infinite clip (no clipping, unbounded sensitivity) with
+  // noise would add infinite noise to every element.
+  if (std::optional<double> c = value_when_traced(clip);
+      c && noise_multiplier > 0 && !(*c >= 0 && std::isfinite(*c)))
+    throw Error("noisy_mean: clip = " + std::to_string(*c) + " with noise_multiplier = " +
+                std::to_string(noise_multiplier) + ": the noise std z * clip is not a finite " +
+                "number; with noise the clip must be finite and >= 0 (an infinite clip, no " +
+                "clipping, has unbounded sensitivity: use noise_multiplier 0)");
   Tree total = tree_values(sum_of_clipped);
   // z = 0 adds nothing (not 0 * noise, which would be NaN for an infinite clip).
   if (noise_multiplier > 0)

@@ -22,7 +22,9 @@ struct Clipped {
   Value norm;   // the norm before clipping
 };
 // update * min(1, clip / ||update||) over all leaves (a clip of +inf leaves it unchanged; a
-// zero update stays zero). clip: a floating scalar Value.
+// zero update stays zero). clip: a floating scalar Value. A clip known when tracing (a
+// constant) must be >= 0 or +inf, else drx::Error; a traced clip that is negative or NaN at run
+// time is treated as 0 (the update becomes zero), never as a factor that flips or poisons it.
 Clipped clip_by_l2_norm(const Tree& update, const Value& clip);
 
 // Independent N(0, stddev^2) noise for every element of every leaf of `like` (leaf i drawn
@@ -31,6 +33,9 @@ Tree gaussian_noise_like(const Tree& like, const Value& key, const Value& stddev
 
 // (sum + N(0, (noise_multiplier clip)^2)) / expected_cohort, the DP-FedAvg estimate of the
 // mean update from the sum of clipped updates. noise_multiplier 0 adds no noise at all.
+// Errors: noise_multiplier NaN, infinite or negative; with noise_multiplier > 0, a clip known
+// when tracing that is infinite, NaN or negative (the noise std z * clip would be infinite or
+// meaningless).
 Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multiplier,
                 const Value& clip, double expected_cohort);
 

@@ -6,11 +6,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "drx/array/error.h"
 #include "drx/array/half.h"
 #include "drx/ops/ops.h"
+#include "drx/stablehlo/import_checks.h"
 #include "drx/stablehlo/import_internal.h"
 #include "drx/trace/program_of.h"
 #include "drx/transforms/cond.h"
@@ -67,6 +69,8 @@ using detail::fail;
 // Names to Values; regions that are not isolated see their parents' names.
 struct Env {
   const Env* parent = nullptr;
+  // Inside reduce's body, run on whole rows: values have more dims than declared.
+  bool rows = false;
   std::unordered_map<std::string, Value> values;
   // Integer scalar constants by name, for finding static trip counts.
   std::unordered_map<std::string, int64_t> int_constants;
@@ -169,8 +173,11 @@ class Importer {
                   std::to_string(args.size()));
     note_attributes(f.attributes, f.line);
     for (const AttributeList& a : f.argument_attributes) note_attributes(a, f.line);
+    if (names_checked_.insert(&f).second) detail::check_ssa_names(f);
     Env env;
-    return run_region(f.body, args, env, depth);
+    Values out = run_region(f.body, args, env, depth);
+    check_returned(f, out);
+    return out;
   }
 
   // Runs the region's single block on args; returns what its terminator returns.
@@ -181,6 +188,7 @@ class Importer {
     const Block& b = r.blocks[0];
     Env env;
     env.parent = &parent;
+    env.rows = parent.rows;
     if (args.size() != b.arguments.size())
       throw Error("stablehlo: a block of " + std::to_string(b.arguments.size()) +
                   " arguments given " + std::to_string(args.size()));
@@ -189,6 +197,7 @@ class Importer {
       if (op.name == "func.return" || op.name == "stablehlo.return") {
         Values out;
         for (const std::string& n : op.operands) out.push_back(env.get(n, op));
+        detail::check_operands(op, out, !env.rows);
         return out;
       }
       Values results = run(op, env, depth);
@@ -209,18 +218,73 @@ class Importer {
                                       value.text);
   }
 
+  // A function returns the types it declares.
+  static void check_returned(const Function& f, const Values& out) {
+    const Block& b = f.body.blocks.at(0);
+    const int line = b.ops.empty() ? f.line : b.ops.back().line;
+    bool same = out.size() == f.results.size();
+    for (size_t k = 0; same && k < out.size(); ++k)
+      same = out[k].dtype() == detail::element_dtype(f.results[k].element, line) &&
+             out[k].shape() == f.results[k].shape;
+    if (same) return;
+    auto list = [](const auto& types, auto str) {
+      std::string s = "(";
+      for (const auto& t : types) s += (s.size() > 1 ? ", " : "") + str(t);
+      return s + ")";
+    };
+    throw Error("stablehlo: line " + std::to_string(line) + ": @" + f.name + " declares results " +
+                list(f.results, [](const TensorType& t) { return to_string(t); }) +
+                ", but returns " + list(out, detail::mlir_type) +
+                " (func.return: the returned types are the function's result types)");
+  }
+
+  // One op: its operands and results checked against the types it declares,
+  // and drx's own errors in between given the op's line.
   Values run(const Operation& op, const Env& env, int depth) {
     note_attributes(op.attributes, op.line);
     Values in;
     for (const std::string& n : op.operands) in.push_back(env.get(n, op));
+    detail::check_operands(op, in, !env.rows);
+    Values out;
+    try {
+      out = dispatch(op, in, env, depth);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (what.rfind("stablehlo: ", 0) == 0) throw;
+      const std::string at = "stablehlo: line " + std::to_string(op.line) + ": " + op.name + ": ";
+      if (dynamic_cast<const TypeError*>(&e)) throw TypeError(at + what);
+      throw Error(at + what);
+    }
+    detail::check_results(op, in, out, !env.rows);
+    return out;
+  }
+
+  Values dispatch(const Operation& op, const Values& in, const Env& env, int depth) {
     if (op.name == "func.call") {
       const Attribute& callee = detail::required(op, "callee");
-      return call(function(callee.text, op.line), in, depth + 1);
+      const Function& f = function(callee.text, op.line);
+      for (size_t k = 0; k < in.size() && k < f.arguments.size(); ++k) {
+        const TensorType& t = f.arguments[k].second;
+        if (in[k].dtype() != detail::element_dtype(t.element, op.line) || in[k].shape() != t.shape)
+          fail(op, "passes " + detail::mlir_type(in[k]) + " as argument " + std::to_string(k) +
+                       " of @" + f.name + ", which takes " + to_string(t) +
+                       " (the operands have the callee's argument types)");
+      }
+      return call(f, in, depth + 1);
     }
     if (op.name == "stablehlo.custom_call") return custom_call(op, in);
+    if (op.name.rfind("check.", 0) == 0) {  // the check dialect of StableHLO's interpreter tests
+      auto [c, pair] = detail::import_check_op(op, in);
+      c.actual = check_values_.size();
+      c.expected = c.actual + 1;
+      check_values_.insert(check_values_.end(), pair.begin(), pair.end());
+      out_.checks.push_back(c);
+      return {};
+    }
     if (op.name == "stablehlo.reduce")
       return detail::import_reduce(op, in, [&](const Region& r, const Values& args) {
         Env isolated;
+        isolated.rows = true;
         return run_region(r, args, isolated, depth);
       });
     if (op.name == "stablehlo.gather") {
@@ -237,11 +301,7 @@ class Importer {
     }
     if (const detail::Lowering* l = detail::find_region_lowering(op.name)) return (*l)(op, in);
     if (!op.regions.empty()) fail(op, "is not supported (an op with regions)");
-    if (const detail::Lowering* l = detail::find_lowering(op.name)) {
-      Values out = (*l)(op, in);
-      // Results keep the declared element types (e.g. compare's i1).
-      return out;
-    }
+    if (const detail::Lowering* l = detail::find_lowering(op.name)) return (*l)(op, in);
     fail(op, "is not supported");
   }
 
@@ -322,6 +382,7 @@ class Importer {
  private:
   ImportedModule& out_;
   std::map<std::string, const Function*> functions_;
+  std::set<const Function*> names_checked_;
 };
 
 // One unit in the last place of e in bf16 or f16 (mantissa_bits 7 or 10;
@@ -379,6 +440,7 @@ Program results_program(const ImportedModule& m) {
 }
 
 std::string apply_check(const Check& c, const Array& actual, const Array& expected) {
+  if (c.tolerance >= 0 || c.max_ulp >= 0) return detail::apply_dialect_check(c, actual, expected);
   if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype())
     return "line " + std::to_string(c.line) + ": " + c.kind + ": " + actual.str().substr(0, 40) +
            " vs expected of another type";

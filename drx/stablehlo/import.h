@@ -24,12 +24,18 @@
 
 namespace drx::stablehlo {
 
-// A check.expect_* custom call of a self-checking module.
+// A check.expect_* custom call of a self-checking module, or an op of the
+// check dialect (check.expect_eq_const, ...) of StableHLO's interpreter tests.
 struct Check {
   std::string kind;     // "expect_close", "expect_eq", "expect_almost_eq"
   int line = 0;         // of the custom_call
   size_t actual = 0;    // program output index of the computed value
   size_t expected = 0;  // ... and of the expected one
+  // The check dialect's own rules, where set (>= 0): expect_almost_eq holds
+  // when |actual - expected| <= tolerance (same sign; NaN equals NaN),
+  // expect_close when they are at most max_ulp values of their type apart.
+  double tolerance = -1;
+  int64_t max_ulp = -1;
 };
 
 struct ImportedModule {

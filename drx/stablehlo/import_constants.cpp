@@ -81,6 +81,19 @@ void store(const std::string& lit, DType dt, char* dst, int line) {
       return put(static_cast<uint16_t>(v));
     case DType::u64:
       return put(static_cast<uint64_t>(v));
+    case DType::i2:
+    case DType::i4:
+    case DType::u2:
+    case DType::u4: {  // one byte, holding the value: out of range is a malformed literal
+      const int bits = integer_bits(dt);
+      const int64_t lo = is_unsigned(dt) ? 0 : -(int64_t{1} << (bits - 1));
+      const int64_t hi =
+          is_unsigned(dt) ? (int64_t{1} << bits) - 1 : (int64_t{1} << (bits - 1)) - 1;
+      if (v < lo || v > hi)
+        bad(line, "element " + lit + " is out of range for " + std::string(dtype_name(dt)) + " (" +
+                      std::to_string(lo) + " to " + std::to_string(hi) + ")");
+      return put(static_cast<int8_t>(v));
+    }
     default:
       bad(line, "no integer elements for dtype " + std::string(dtype_name(dt)));
   }
@@ -102,9 +115,13 @@ DType element_dtype(const std::string& e, int line) {
   if (e == "ui64") return DType::u64;
   if (e == "bf16") return DType::bf16;
   if (e == "f16") return DType::f16;
+  if (e == "i2") return DType::i2;
+  if (e == "i4") return DType::i4;
+  if (e == "ui2") return DType::u2;
+  if (e == "ui4") return DType::u4;
   bad(line, "element type " + e +
-                " is not supported (drx holds f32, f64, bf16, f16, i1, i8, i16, i32, i64, ui8, "
-                "ui16, ui32 and ui64)");
+                " is not supported (drx holds f32, f64, bf16, f16, i1, i2, i4, i8, i16, i32, i64, "
+                "ui2, ui4, ui8, ui16, ui32 and ui64)");
 }
 
 Array dense_array(const Attribute& a, const TensorType& type, int line) {

@@ -46,4 +46,21 @@ using RegionFn = std::function<Values(const Region&, const Values&)>;
 Values import_reduce(const Operation& op, const Values& operands, const RegionFn& run);
 Value import_gather(const Operation& op, const Value& operand, const Value& indices);
 
+// ---- the spec's type constraints (import_verify.cpp) ----
+// "i1", "ui8", "f32": StableHLO's name of a drx element type.
+std::string mlir_element(DType d);
+// "tensor<2x3xf32>": the StableHLO type of a traced value.
+std::string mlir_type(const Value& v);
+// The spec's is_promotable: same kind (i1, integer or float), no narrower.
+bool is_promotable(DType from, DType to);
+// Before an op is imported: its operands have the types it declares for them
+// and, for elementwise ops, agree with each other (no implicit broadcasting).
+// `shapes` false compares element types only (a body run on whole rows).
+void check_operands(const Operation& op, const Values& in, bool shapes);
+// Every SSA name of f (arguments, results, block arguments) is defined once
+// in its scope, as MLIR requires.
+void check_ssa_names(const Function& f);
+// After: the results drx computed have the types the op declares.
+void check_results(const Operation& op, const Values& in, const Values& out, bool shapes);
+
 }  // namespace drx::stablehlo::detail

@@ -95,7 +95,12 @@ namespace {
 
 Values constant_op(const Operation& op, const Values& in) {
   arity(op, in, 0);
-  return {constant(dense_array(required(op, "value"), op.result_types.at(0), op.line))};
+  const Attribute& value = required(op, "value");
+  if (op.result_types.size() != 1) fail(op, "must declare one result type");
+  if (!value.type.element.empty() && value.type != op.result_types[0])
+    fail(op, "declares result " + to_string(op.result_types[0]) + ", but its value is " +
+                 to_string(value.type) + " (spec C1: the result has the value's type)");
+  return {constant(dense_array(value, op.result_types[0], op.line))};
 }
 
 Values convert_op(const Operation& op, const Values& in) {

@@ -46,10 +46,20 @@ std::optional<Value> known_reduction(const std::string& name, const Value& x,
 
 }  // namespace
 
-Values import_reduce(const Operation& op, const Values& in, const RegionFn& run) {
-  if (in.empty() || in.size() % 2 != 0 || op.regions.size() != 1)
+Values import_reduce(const Operation& op, const Values& operands, const RegionFn& run) {
+  if (operands.empty() || operands.size() % 2 != 0 || op.regions.size() != 1)
     fail(op, "needs inputs, as many init values, and one body");
-  const size_t n = in.size() / 2;
+  const size_t n = operands.size() / 2;
+  // The body computes in its element type Ei, the declared result's (C8),
+  // which may be wider than the inputs' (C6: promotable): accumulate in it.
+  // An Ei the inputs do not promote to is left for the result check to name.
+  Values in = operands;
+  if (op.result_types.size() == n)
+    for (size_t k = 0; k < n; ++k) {
+      const DType e = element_dtype(op.result_types[k].element, op.line);
+      for (Value* v : {&in[k], &in[n + k]})
+        if (v->dtype() != e && is_promotable(v->dtype(), e)) *v = astype(*v, e);
+    }
   const std::vector<int64_t> dims = int_list(op, "dimensions");
   const Shape shape = in[0].shape();
   for (size_t i = 0; i < dims.size(); ++i)
@@ -90,8 +100,13 @@ Values import_reduce(const Operation& op, const Values& in, const RegionFn& run)
     Values next = run(op.regions[0], args);
     if (next.size() != n) fail(op, "body returns " + std::to_string(next.size()) + " values");
     std::vector<Tree> c;
-    for (size_t k = 0; k < n; ++k)
-      c.emplace_back(astype(broadcast_to(next[k], rest), in[n + k].dtype()));
+    for (size_t k = 0; k < n; ++k) {
+      if (next[k].dtype() != in[n + k].dtype())
+        fail(op, "body returns " + mlir_element(next[k].dtype()) + " for accumulator " +
+                     std::to_string(k) + " of element type " + mlir_element(in[n + k].dtype()) +
+                     " (spec C6: the body maps (E0.., E0..) to (E0..))");
+      c.emplace_back(broadcast_to(next[k], rest));
+    }
     return {Tree::list(c), Tree()};
   };
   Tree final_carry = scan(step, Tree::list(carry), Tree::list(xs)).first;

@@ -252,7 +252,16 @@ Values scatter_op(const Operation& op, const Values& in) {
     fail(op,
          "with this update computation is not supported (only one that returns the update, or "
          "adds it)");
-  const Value &x = in[0], &indices = in[1], &updates = in[2];
+  // The update computation's element type E, the declared result's (C25),
+  // may be wider than the input's (C23: promotable): scatter in it. An E the
+  // input does not promote to is left for the result check to name.
+  Value x = in[0], updates = in[2];
+  const Value& indices = in[1];
+  if (op.result_types.size() == 1) {
+    const DType e = element_dtype(op.result_types[0].element, op.line);
+    if (x.dtype() != e && is_promotable(x.dtype(), e)) x = astype(x, e);
+    if (updates.dtype() != e && is_promotable(updates.dtype(), e)) updates = astype(updates, e);
+  }
   const Attribute& dn = required(op, "scatter_dimension_numbers");
   const auto window = dimension_list(dn, "update_window_dims", op);
   const auto inserted = dimension_list(dn, "inserted_window_dims", op);

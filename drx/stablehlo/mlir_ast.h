@@ -18,9 +18,9 @@
 namespace drx::stablehlo {
 
 // A ranked, statically shaped tensor type: tensor<2x3xf32> is {{2, 3}, "f32"};
-// tensor<f32> has shape {}. element is one of f16 bf16 f32 f64 i1 i8 i16 i32
-// i64 ui8 ui16 ui32 ui64. (In an attribute's type suffix, `1 : i32`, only
-// element is set; there it may also be "index".)
+// tensor<f32> has shape {}. element is one of f16 bf16 f32 f64 i1 i2 i4 i8
+// i16 i32 i64 ui2 ui4 ui8 ui16 ui32 ui64. (In an attribute's type suffix,
+// `1 : i32`, only element is set; there it may also be "index".)
 struct TensorType {
   std::vector<int64_t> shape;
   std::string element;

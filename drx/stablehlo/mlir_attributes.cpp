@@ -12,8 +12,9 @@ namespace drx::stablehlo {
 namespace {
 
 const std::vector<std::string_view>& element_types() {
-  static const std::vector<std::string_view> names = {
-      "f16", "bf16", "f32", "f64", "i1", "i8", "i16", "i32", "i64", "ui8", "ui16", "ui32", "ui64"};
+  static const std::vector<std::string_view> names = {"f16", "bf16", "f32",  "f64",  "i1",  "i2",
+                                                      "i4",  "i8",   "i16",  "i32",  "i64", "ui2",
+                                                      "ui4", "ui8",  "ui16", "ui32", "ui64"};
   return names;
 }
 
@@ -21,7 +22,9 @@ bool is_float_type(std::string_view e) { return e == "f16" || e == "bf16" || e[0
 
 // Bytes per element in a dense hex blob.
 int64_t element_bytes(std::string_view e) {
-  if (e == "i1" || e == "i8" || e == "ui8") return 1;
+  // (MLIR stores i2 and i4 one per byte, as drx does.)
+  if (e == "i1" || e == "i2" || e == "i4" || e == "i8" || e == "ui2" || e == "ui4" || e == "ui8")
+    return 1;
   if (e == "i16" || e == "ui16" || e == "f16" || e == "bf16") return 2;
   if (e == "i32" || e == "ui32" || e == "f32") return 4;
   return 8;

@@ -65,6 +65,10 @@ class Parser {
   void parse_module_body(Module& m, bool braced);
 };
 
+// The check dialect's ops (check.expect_eq_const, ...) of StableHLO's
+// interpreter tests, after the op name (mlir_check_ops.cpp).
+void parse_check_op(Parser& p, Operation& op);
+
 // Bounds the nesting of attributes and regions, so hostile input cannot
 // exhaust the stack.
 class DepthGuard {

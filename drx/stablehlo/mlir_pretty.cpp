@@ -52,6 +52,9 @@ constexpr Keyword kKeywords[] = {
     {"stablehlo.dot_general", "precision", "precision_config", Form::attribute},
     {"stablehlo.dot_general", "algorithm", "algorithm", Form::attribute},
     {"stablehlo.dot", "precision", "precision_config", Form::attribute},
+    // Read so that the importer can say the op is not supported, as for the generic form.
+    {"stablehlo.fft", "type", "fft_type", Form::attribute},
+    {"stablehlo.fft", "length", "fft_length", Form::i64_array},
 };
 
 void operands(Parser& p, Operation& op) {
@@ -330,6 +333,7 @@ void Parser::parse_pretty(Operation& op) {
   if (n == "func.return" || n == "stablehlo.return") return return_op(*this, op);
   if (n == "stablehlo.reduce") return reduce(*this, op);
   if (n == "stablehlo.while") return while_op(*this, op);
+  if (n.rfind("check.", 0) == 0) return parse_check_op(*this, op);
   if (n.find('.') == std::string::npos) lex_.fail("unknown op '" + n + "'");
   plain(*this, op);
 }

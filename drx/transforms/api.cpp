@@ -248,9 +248,19 @@ TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
       }
     }
     if (size < 0) throw Error("vmap: no argument is mapped (all in_axes are std::nullopt)");
-    TracedFn t = trace_tree_fn(f, args, types, "vmap");
-    for (const Value& c : t.captured) ins.push_back({c, false});
-    std::vector<Batched> outs = vmap_emit(t.program, ins, size);
+    // Errors while tracing or batching the function say which vmap they come from.
+    std::string axes;
+    for (const std::optional<int64_t>& a : in_axes)
+      axes += (axes.empty() ? "" : ", ") + (a ? std::to_string(*a) : std::string("nullopt"));
+    const std::string where = "the function mapped by vmap (in_axes {" + axes +
+                              "}, a mapped axis of size " + std::to_string(size) + ")";
+    TracedFn t;
+    std::vector<Batched> outs;
+    detail::with_trace_context(where, [&] {
+      t = trace_tree_fn(f, args, types, "vmap");
+      for (const Value& c : t.captured) ins.push_back({c, false});
+      outs = vmap_emit(t.program, ins, size);
+    });
     Values result;
     for (size_t i = 0; i < outs.size(); ++i) {
       std::optional<int64_t> ax = axis_for(out_axes, i, outs.size(), "out_axes");

@@ -302,6 +302,10 @@ std::pair<Tree, Tree> scan(const ScanFn& f, const Tree& init, const Tree& xs,
     throw Error(
         "scan: called outside a trace; use it inside a function given to drx::jit, "
         "drx::grad, drx::program or drx::trace");
+  if (options.length < -1)
+    throw Error("scan: length " + std::to_string(options.length) +
+                " is negative; expected a count of iterations >= 0 (or -1, the default, to take "
+                "it from the leading dimension of xs)");
   Values carry = leaf_values(init), x_leaves = leaf_values(xs);
   int64_t length = options.length;
   std::vector<Type> types;
@@ -318,7 +322,10 @@ std::pair<Tree, Tree> scan(const ScanFn& f, const Tree& init, const Tree& xs,
     length = t.shape[0];
     types.push_back(row_type(t));
   }
-  if (length < 0) throw Error("scan: xs has no leaves, so the length must be given");
+  if (length < 0)
+    throw Error(
+        "scan: xs has no leaves, so the length must be given: a count of iterations >= 0 "
+        "(scan's last argument or ScanOptions::length)");
   if (options.checkpoint_every < 0)
     throw Error("scan: checkpoint_every is " + std::to_string(options.checkpoint_every) +
                 ", expected 0 (off) or a block size >= 1");

@@ -63,6 +63,8 @@ ExportFlags parse_export_flags(const Args& args) {
       flags.options.gspmd = true;
     } else if (a == "--single-reduce") {
       flags.options.single_reduce = true;
+    } else if (a == "--allow-idle-devices") {
+      flags.options.allow_idle_devices = true;
     } else if (a.starts_with("-") && a != "-") {
       throw UsageError("export: unknown flag '" + a + "'");
     } else if (flags.file) {

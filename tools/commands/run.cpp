@@ -2,12 +2,14 @@
 #include <cstdlib>
 #include <optional>
 #include <ostream>
+#include <regex>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "drx/drx.h"
 #include "drx/exec/blas_threads.h"
+#include "drx/stablehlo/test_suite.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/program_files.h"
@@ -188,10 +190,67 @@ void apply_checks(const RunFlags& flags, const stablehlo::ImportedModule& m,
   out << "checks: " << m.checks.size() << " passed\n";
 }
 
+// StableHLO's interpreter test files hold several modules (`// -----`) of
+// test functions without arguments checked with the check dialect's ops, and
+// mostly no @main.
+bool is_test_suite_file(const std::string& text) {
+  static const std::regex check_op(R"((^|\n)\s*check\.expect_)");
+  if (stablehlo::split_modules(text).size() > 1 || std::regex_search(text, check_op)) return true;
+  try {
+    for (const stablehlo::Function& f : stablehlo::parse_mlir(text).functions)
+      if (f.name == "main") return false;
+    return true;
+  } catch (const Error&) {
+    return false;  // load_mlir says what is wrong with it, naming the file
+  }
+}
+
+std::string plural(int n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Runs every test function of the file and reports each one's checks; exit
+// code 1 when a check failed. Unsupported cases (an op or element type drx does
+// not hold) are reported with the reason, and do not fail the run.
+int run_test_suite(const RunFlags& flags, const std::string& text, std::ostream& out) {
+  if (!flags.args.empty() || !flags.outs.empty() || flags.print)
+    throw UsageError("run: '" + *flags.file +
+                     "' holds test functions without arguments (several modules or no @main): "
+                     "--arg, --out and --print do not apply");
+  stablehlo::ProgramRunner runner;
+  if (!flags.interpret) runner = [](const Program& p) { return run_compiled(p, {}); };
+  int passed = 0, failed = 0, unsupported = 0;
+  for (const stablehlo::TestCase& c : stablehlo::run_test_file(text, runner)) {
+    out << "@" << c.name << " (line " << c.line << "): ";
+    switch (c.outcome) {
+      case stablehlo::TestCase::Outcome::passed:
+        ++passed;
+        out << plural(c.checks, "check") << " passed\n";
+        break;
+      case stablehlo::TestCase::Outcome::failed:
+        ++failed;
+        out << "FAILED " << c.checks_failed << " of " << plural(c.checks, "check") << ": "
+            << c.message << "\n";
+        break;
+      case stablehlo::TestCase::Outcome::unsupported:
+        ++unsupported;
+        out << "unsupported: " << c.message << "\n";
+        break;
+    }
+  }
+  out << plural(passed + failed + unsupported, "test function") << ": " << passed << " passed, "
+      << failed << " failed, " << unsupported << " unsupported\n";
+  return failed ? 1 : 0;
+}
+
 }  // namespace
 
 int run_command(const Args& args, std::ostream& out, std::ostream&) {
   const RunFlags flags = parse_run_flags(args);
+  if (names_mlir_file(*flags.file)) {
+    const std::string text = read_text(*flags.file, "run");
+    if (is_test_suite_file(text)) return run_test_suite(flags, text, out);
+  }
   const Runnable r = load_runnable(*flags.file);
   const Program& p = r.module.program;
   check_out_count(flags, r.shown);

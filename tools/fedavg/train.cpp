@@ -269,7 +269,8 @@ TrainState initial_state(const Options& o, const Inputs& in, const optim::Server
   if (o.dp())
     s.state = optim::dp_round_state(
         s.state, o.dp_clip,
-        random::key(static_cast<int64_t>(data::derive_seed(o.seed, kNoiseStream))), f32);
+        random::key(static_cast<int64_t>(data::derive_seed(o.seed, kNoiseStream))), f32,
+        *dp_spec(o));
   if (in.resumed) resume_from(*in.resumed, s, ckpt_path);
   s.round = s.start_round;
   return s;
