@@ -34,7 +34,9 @@ if [[ "$sanitize" == "1" ]]; then
     -DCMAKE_BUILD_TYPE=Debug
   cmake --build build-asan -j "$jobs" --target drx_tests drx_cli
   # One process for the whole suite: ASan start-up per test would dominate.
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  # allocator_may_return_null: a failed allocation returns null, as it does
+  # without ASan, so the tests of drx's own out-of-memory errors run here too.
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ./build-asan/drx_tests --gtest_brief=1
   ASAN_OPTIONS=detect_leaks=1 ./build-asan/drx demo >/dev/null
   # Without MPI, `drx fedavg --mpi` says so and exits 1.
