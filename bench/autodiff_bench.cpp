@@ -143,6 +143,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 int main(int argc, char** argv) {
+  drx::set_blas_thread_control(true);
   // A short default so a plain run takes seconds; an explicit flag wins.
   std::vector<char*> args(argv, argv + argc);
   bool has_min_time = false;

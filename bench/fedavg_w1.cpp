@@ -360,11 +360,17 @@ void bench_dispatch(const Options& o) {
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
   bool ok = true;
+  drx::set_blas_thread_control(true);
   try {
     if (o.threads > 0) drx::set_num_threads(static_cast<int>(o.threads));
     if (o.w1) ok = bench_w1(o);
     std::fflush(stdout);
-    if (o.sgemm) bench_sgemm(o);
+    if (o.sgemm) {
+      // The machine's sgemm rate: OpenBLAS on the threads it was started with.
+      drx::set_blas_thread_control(false);
+      bench_sgemm(o);
+      drx::set_blas_thread_control(true);
+    }
     if (o.dispatch) bench_dispatch(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fedavg_w1: %s\n", e.what());

@@ -575,6 +575,7 @@ int run_memory_table(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  drx::set_blas_thread_control(true);
   Options o = parse(argc, argv);
   try {
     if (o.threads > 0) drx::set_num_threads(static_cast<int>(o.threads));

@@ -257,6 +257,7 @@ void memory(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  drx::set_blas_thread_control(true);
   Options o = parse(argc, argv);
   try {
     if (o.weak) weak_scaling(o);

@@ -10,6 +10,7 @@
 #include "drx/core/value.h"
 #include "drx/data/data.h"
 #include "drx/data/npy.h"
+#include "drx/exec/blas_threads.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/mesh.h"
 #include "drx/exec/thread_pool.h"

@@ -8,6 +8,8 @@
 #include "diloco_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   diloco::Config c;
   algos::Data d = algos::make_data(c.data);
   auto step = drx::jit(diloco::outer_step_program(c));

@@ -7,6 +7,8 @@
 #include "dp_fedavg_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   dpfedavg::Config c;
   algos::Data d = algos::make_data(c.data);
   auto round = drx::jit(dpfedavg::round_program(c), drx::Mesh({{"clients", 4}}));

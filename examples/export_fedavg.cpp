@@ -36,6 +36,8 @@ bool export_one(const drx::Program& p, const std::vector<drx::Array>& args,
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   try {
     const std::filesystem::path dir = argc > 1 ? argv[1] : ".";
     std::filesystem::create_directories(dir);

@@ -7,6 +7,8 @@
 #include "fed_hypergradient_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   const auto start = std::chrono::steady_clock::now();
   fedhg::Config config;
   fedhg::Trainer trainer(config);

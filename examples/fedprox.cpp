@@ -6,6 +6,8 @@
 #include "fedprox_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   fedprox::Config c;
   algos::Data d = algos::make_data(c.data);
   auto round = drx::jit(fedprox::round_program(c));

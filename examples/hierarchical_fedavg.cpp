@@ -13,6 +13,8 @@
 #include "hierarchical_fedavg_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   const auto start = std::chrono::steady_clock::now();
   hfl::Config config;
   hfl::Data data = hfl::make_data(config);

@@ -10,6 +10,8 @@
 #include "learned_aggregation_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   learned_agg::Config c;
   algos::Data d = algos::make_data(c.data);
   auto value_and_hypergrad = drx::jit(drx::value_and_grad(learned_agg::hyper_objective(c), 1));

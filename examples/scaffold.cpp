@@ -9,6 +9,8 @@
 #include "scaffold_lib.h"
 
 int main() {
+  // A program of its own: drx may keep OpenBLAS on one thread and split products itself.
+  drx::set_blas_thread_control(true);
   scaffold::Config c;
   algos::Data d = algos::make_data(c.data);
   auto round = drx::jit(scaffold::round_program(c));

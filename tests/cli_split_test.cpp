@@ -9,7 +9,6 @@
 #include <map>
 
 #include "drx/drx.h"
-#include "drx/exec/blas_threads.h"
 #include "examples/fed_hypergradient_lib.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
@@ -147,8 +146,10 @@ TEST(CliSplit, PartsRunAsSeparateCommandsGiveJitsResultsBitwise) {
           break;
         }
     }
-    exec::SingleThreadedBlas one_blas_thread;  // as drx run --client
-    const std::vector<Array> got = jit_results_of(from_stablehlo(text), inputs);
+    CompileOptions as_client;  // as drx run --client
+    as_client.map_body = true;
+    const std::vector<Array> got =
+        compile(simplify(from_stablehlo(text)), Mesh(), as_client).run(inputs);
     const std::vector<std::string> outs = read_lines(s.parts / (base + ".outputs"));
     ASSERT_EQ(got.size(), outs.size());
     for (size_t k = 0; k < outs.size(); ++k)

@@ -12,16 +12,23 @@
 
 namespace drx {
 
+// The clients that part `rank` of `ranks` owns when a placement of `clients` is split into
+// contiguous ranges in rank order: [clients·rank/ranks, clients·(rank+1)/ranks). The one
+// definition: a process group and the tools that give each process its clients' data must
+// agree on it.
+inline std::pair<int64_t, int64_t> client_range(int64_t clients, int64_t rank, int64_t ranks) {
+  return {clients * rank / ranks, clients * (rank + 1) / ranks};
+}
+
 class ProcessGroup {
  public:
   virtual ~ProcessGroup() = default;
   virtual int size() const = 0;
   virtual int rank() const = 0;
 
-  // Process `rank`'s clients of a placement of `clients`: [first, end), the
-  // contiguous range clients·rank/size .. clients·(rank+1)/size.
+  // Process `rank`'s clients of a placement of `clients`: client_range.
   std::pair<int64_t, int64_t> clients_of(int rank, int64_t clients) const {
-    return {clients * rank / size(), clients * (rank + 1) / size()};
+    return client_range(clients, rank, size());
   }
 
   // Every process passes the reduction of its own clients (blocks of the

@@ -1,20 +1,33 @@
 #pragma once
-// Control over the BLAS library's own threads.
+// Who owns the BLAS library's thread count, and what drx says about it.
+//
+// drx runs each product as single-threaded BLAS calls on its own threads: a product at the top
+// level of a program as blocks of rows on drx's pool, a product inside a map_fn body as one call
+// per client on the client's thread (which path is fixed when the product is compiled:
+// CompileOptions::map_body). OpenBLAS rounds differently as its own thread count changes (its
+// threads split a call's work), so drx's bits are independent of that count only while it is 1.
+#include <string>
 
-namespace drx::exec {
+namespace drx {
 
-// While at least one is alive, BLAS calls run on one thread each. map_fn runs
-// clients in parallel on drx's pool; a multithreaded BLAS inside each client
-// would only add synchronisation (and oversubscribe the cores). Works with
-// OpenBLAS; with a BLAS that has no thread control it does nothing.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas();
-  ~SingleThreadedBlas();
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-  // Whether one is alive (in any thread): BLAS calls are single-threaded now.
-  static bool active();
-};
+// Lets drx set OpenBLAS's process-wide thread count: to 1 now, and back to 1 before a product if
+// something changed it since; switching control off puts back the count found when it was
+// switched on. Off by default: a program embedding drx, or a Python process whose NumPy or
+// PyTorch share the same OpenBLAS, keeps its own setting. The drx tool, the benchmarks and the
+// tests switch it on. Works with OpenBLAS; with a BLAS without thread control it does nothing.
+void set_blas_thread_control(bool on);
+bool blas_thread_control();
 
-}  // namespace drx::exec
+namespace exec {
+
+// What drx says when it compiles a product while OpenBLAS has more than one thread that drx
+// may not change; empty when there is nothing to say.
+std::string blas_threads_note();
+// Says blas_threads_note() on stderr, the first time it is not empty in this process.
+void note_blas_threads_once();
+// Before a product's BLAS calls: with control, puts OpenBLAS back on one thread if something
+// changed its count (one read; a write only then); without control, nothing.
+void keep_blas_single_threaded();
+
+}  // namespace exec
+}  // namespace drx

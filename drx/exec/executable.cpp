@@ -15,6 +15,9 @@
 #include "drx/core/text_syntax.h"
 #include "drx/exec/plan.h"
 #include "drx/exec/profile.h"
+#include "drx/exec/thread_pool.h"
+#include "drx/mapreduce/primitives.h"
+#include "drx/ops/primitives.h"
 
 namespace drx {
 namespace exec {
@@ -27,8 +30,8 @@ namespace {
 // broadcasts and place work row by row, so they may fall back.
 void refuse_fallback_across_processes(const Eqn& e, const Program& p, const Mesh& mesh) {
   if (!mesh.process_group() || !e.prim->placement_aware()) return;
-  const std::string& name = e.prim->name();
-  if (name == "map_fn" || name == "broadcast" || name == "place") return;
+  if (e.prim == &prims::map_fn() || e.prim == &prims::broadcast() || e.prim == &prims::place())
+    return;
   std::vector<int> vars = e.ins;
   vars.insert(vars.end(), e.outs.begin(), e.outs.end());
   for (int v : vars) {
@@ -287,6 +290,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args) const {
   const exec::Plan& plan = *plan_;
   const Program& p = plan.program;
   check_arguments("run", p, args);
+  exec::PoolScope pool_scope;
   exec::Borrowed ws(plan);
   exec::Frame f = ws.frame(false);
   for (size_t i = 0; i < args.size(); ++i) {
@@ -304,6 +308,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args) const {
 void Executable::run_raw(const void* const* ins, void* const* outs) const {
   const exec::Plan& plan = *plan_;
   const Program& p = plan.program;
+  exec::PoolScope pool_scope;
   exec::Borrowed ws(plan);
   exec::Frame f = ws.frame(true);
   for (size_t i = 0; i < p.inputs.size(); ++i) f.ptr[p.inputs[i]] = const_cast<void*>(ins[i]);

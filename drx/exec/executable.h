@@ -36,6 +36,11 @@ struct CompileOptions {
   // A map_fn whose results only feed reduce_* runs client by client into the
   // reductions' accumulators, so memory does not grow with the clients.
   bool chunk_map_reduce = true;
+  // The program is a map_fn body, or runs as one (a client's work, one client at a time): its
+  // products are one BLAS call each on the calling thread, as the clients already fill drx's
+  // threads; otherwise a product's rows are split in blocks over drx's pool. The two round
+  // differently for products over 128 rows, so run a client's work as it runs in its program.
+  bool map_body = false;
 };
 
 // A program compiled for the CPU. Copies share the compiled form; run() may be

@@ -51,23 +51,25 @@ void gemm_rows(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta, int
     cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a0, lda, b, ldb, beta, c0, n);
 }
 
-// Inside map_fn each client's products are one single-threaded BLAS call each. Outside it, a
-// product's rows are split into blocks of kRowBlock that drx's pool runs, each block one
-// single-threaded BLAS call: the blocks depend on the product's size alone, so its bits do not
-// depend on the thread count (a multithreaded BLAS call rounds differently as its thread count
-// changes), and a program's results are the same under any DRX_NUM_THREADS and on MPI ranks
-// with a share of the cores each.
+// In a map_fn body (CompileOptions::map_body) each client's products are one BLAS call each on
+// the client's thread: the clients already fill drx's threads. At the top level a product's rows
+// are split into blocks of kRowBlock that drx's pool runs, each block one BLAS call: the blocks
+// depend on the product's size alone, so its bits do not depend on the thread count (a
+// multithreaded BLAS call rounds differently as its thread count changes), and a program's
+// results are the same under any DRX_NUM_THREADS and on MPI ranks with a share of the cores
+// each. The two paths round differently for more than kRowBlock rows, so which one a product
+// takes is fixed when it is compiled, never by what other threads run.
 constexpr int64_t kRowBlock = 128;
 
 template <class T>
-void gemm_all(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta) {
-  const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
-  if (SingleThreadedBlas::active()) {
+void gemm_all(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta, bool map_body) {
+  keep_blas_single_threaded();
+  if (map_body) {
     for (int64_t i = 0; i < g.batch; ++i)
       gemm_rows<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta, 0, g.m);
     return;
   }
-  SingleThreadedBlas one_blas_thread;
+  const int64_t blocks = (g.m + kRowBlock - 1) / kRowBlock;
   global_pool().parallel_for(g.batch * blocks, [&](int64_t t) {
     const int64_t i = t / blocks, r0 = (t % blocks) * kRowBlock;
     gemm_rows<T>(g, a + i * g.m * g.k, b + i * g.k * g.n, c + i * g.m * g.n, alpha, beta, r0,
@@ -84,6 +86,7 @@ struct GemmCall {
   int w = -1, scale = -1;
   double sign = 1;
   bool w_is_row = false;
+  bool map_body = false;  // the product's path, see gemm_all
 };
 
 template <class T>
@@ -112,7 +115,7 @@ class GemmKernel : public Kernel {
     if (size == 0 || g.k == 0) return;
     T alpha = static_cast<T>(k_.sign);
     if (k_.scale >= 0) alpha *= *f.in<T>(k_.scale);
-    gemm_all<T>(g, a, b, c, alpha, beta);
+    gemm_all<T>(g, a, b, c, alpha, beta, k_.map_body);
   }
 
  private:
@@ -180,8 +183,10 @@ std::optional<Gemm> float_gemm(const Eqn& e, const CompileContext& cx) {
   return gemm_layout(e, l.shape, r.shape);
 }
 
-std::optional<KernelSpec> make_gemm(DType dt, const GemmCall& call, Alias alias,
-                                    std::vector<int> reads) {
+std::optional<KernelSpec> make_gemm(DType dt, GemmCall call, Alias alias, std::vector<int> reads,
+                                    const CompileContext& cx) {
+  note_blas_threads_once();
+  call.map_body = cx.options.map_body;
   std::optional<KernelSpec> s;
   if (dt == DType::f32)
     s = spec<GemmKernel<float>>(alias, call);
@@ -222,7 +227,7 @@ std::optional<GemmCall> gemm_of(int v, const CompileContext& cx) {
 std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
   std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
   if (!call) return std::nullopt;
-  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b});
+  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b}, cx);
 }
 
 // A scalar operand: a broadcast of a one-element value.
@@ -248,7 +253,7 @@ int repeated_row(int v, const Gemm& g, const CompileContext& cx) {
 std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
   std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
   if (!call) return std::nullopt;
-  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b});
+  return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b}, cx);
 }
 
 std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx, bool subtract) {
@@ -287,7 +292,7 @@ std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx
     }
     std::vector<int> reads{call->w, call->a, call->b};
     if (scale >= 0) reads.push_back(scale);
-    return make_gemm(dt, *call, alias, std::move(reads));
+    return make_gemm(dt, *call, alias, std::move(reads), cx);
   }
   return std::nullopt;
 }

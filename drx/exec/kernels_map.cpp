@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
@@ -19,6 +18,12 @@ size_t client_row_bytes(const VarInfo& v) {
 
 const Program* map_body(const Eqn& e) {
   return e.prim == &prims::map_fn() ? param_program(e, "body") : nullptr;
+}
+
+Executable compile_map_body(const Program& body, const CompileContext& cx) {
+  CompileOptions options = cx.options;
+  options.map_body = true;
+  return compile(body, cx.mesh.in_process(), options);
 }
 
 ClientOperands::ClientOperands(const Eqn& e, const CompileContext& cx)
@@ -59,7 +64,6 @@ class MapKernel : public Kernel {
     std::vector<std::byte*> out(outs_.size());
     for (size_t k = 0; k < outs_.size(); ++k) out[k] = static_cast<std::byte*>(f.out(outs_[k]));
     if (sharding_.spans_processes()) clear_other_processes_rows(out);
-    SingleThreadedBlas one_blas_thread;
     sharding_.run(operands_.clients(), [&](int64_t, int64_t lo, int64_t hi) {
       std::vector<const void*> ip(in.size());
       std::vector<void*> op(outs_.size());
@@ -96,8 +100,7 @@ std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
   if (e.ins.empty() || !body) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
-  auto kernel =
-      std::make_unique<MapKernel>(e, cx, compile(*body, cx.mesh.in_process(), cx.options));
+  auto kernel = std::make_unique<MapKernel>(e, cx, compile_map_body(*body, cx));
   std::vector<int> reads = kernel->reads();
   return KernelSpec{std::move(kernel), Alias::none, std::move(reads)};
 }

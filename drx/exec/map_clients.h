@@ -35,4 +35,7 @@ size_t client_row_bytes(const VarInfo& v);
 // The body of a map_fn equation, or nullptr if it has none.
 const Program* map_body(const Eqn& e);
 
+// The body compiled to run client by client on this process's threads.
+Executable compile_map_body(const Program& body, const CompileContext& cx);
+
 }  // namespace drx::exec

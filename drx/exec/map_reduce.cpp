@@ -6,7 +6,6 @@
 #include <memory>
 
 #include "drx/core/primitive.h"
-#include "drx/exec/blas_threads.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
 #include "drx/exec/tree_stack.h"
@@ -25,7 +24,7 @@ class MapReduceKernel : public Kernel {
  public:
   MapReduceKernel(const Eqn& e, const CompileContext& cx, std::vector<Reduction> reductions)
       : operands_(e, cx),
-        body_(compile(*map_body(e), cx.mesh.in_process(), cx.options)),
+        body_(compile_map_body(*map_body(e), cx)),
         reductions_(std::move(reductions)),
         sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
     for (int v : e.outs) result_bytes_.push_back(client_row_bytes(cx.var(v)));
@@ -38,7 +37,6 @@ class MapReduceKernel : public Kernel {
     const int64_t clients = operands_.clients();
     using Stacks = std::vector<std::unique_ptr<RowReducer>>;
     std::vector<Stacks> shards(static_cast<size_t>(sharding_.shards(clients)));
-    SingleThreadedBlas one_blas_thread;
     sharding_.run(clients, [&](int64_t s, int64_t lo, int64_t hi) {
       std::vector<std::vector<std::byte>> rows;
       std::vector<void*> op;

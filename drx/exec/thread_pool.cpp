@@ -1,8 +1,9 @@
 #include "drx/exec/thread_pool.h"
 
-#include <atomic>
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,15 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+ThreadPool::Counters ThreadPool::counters() const {
+  Counters c;
+  c.calls = calls_.load();
+  c.inline_calls = inline_calls_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  c.worker_joins = worker_joins_;
+  return c;
+}
+
 void ThreadPool::work(Job& job) {
   InTask mark;
   for (;;) {
@@ -65,17 +75,23 @@ void ThreadPool::work(Job& job) {
   }
 }
 
+// The call with tasks left that has the fewest workers, so that concurrent callers share them.
+ThreadPool::Job* ThreadPool::open_job() const {
+  Job* best = nullptr;
+  for (Job* j : jobs_)
+    if (j->next.load() < j->n && (!best || j->active < best->active)) best = j;
+  return best;
+}
+
 void ThreadPool::worker() {
-  uint64_t seen = 0;
   for (;;) {
     Job* job = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_ != nullptr); });
+      wake_.wait(lock, [&] { return stop_ || (job = open_job()) != nullptr; });
       if (stop_) return;
-      seen = generation_;
-      job = job_;
       ++job->active;
+      ++worker_joins_;
     }
     work(*job);
     {
@@ -87,8 +103,9 @@ void ThreadPool::worker() {
 
 void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
   if (n <= 0) return;
-  std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
-  if (workers_.empty() || n == 1 || in_task || !busy.owns_lock()) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (workers_.empty() || n == 1 || in_task) {
+    inline_calls_.fetch_add(1, std::memory_order_relaxed);
     InTask mark;
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
@@ -98,15 +115,14 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn)
   job.n = n;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &job;
-    ++generation_;
+    jobs_.push_back(&job);
   }
   wake_.notify_all();
   work(job);
   {
-    // No worker may join once job_ is cleared; wait for those that did.
+    // No worker may join once the job is gone from the list; wait for those that did.
     std::unique_lock<std::mutex> lock(mu_);
-    job_ = nullptr;
+    jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
     done_.wait(lock, [&] { return job.active == 0; });
   }
   if (job.error) std::rethrow_exception(job.error);
@@ -124,19 +140,39 @@ int default_threads() {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-std::mutex global_mu;
-std::unique_ptr<ThreadPool>& global_slot() {
-  static std::unique_ptr<ThreadPool> pool;
-  return pool;
+// A pool is never destroyed before exit, so a call running on it when the thread count changes
+// keeps its threads; a product asks for the pool with one atomic load, no lock.
+std::mutex pools_mu;
+std::atomic<ThreadPool*> current{nullptr};
+
+ThreadPool& pool_of_size(int n) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(pools_mu);
+  std::unique_ptr<ThreadPool>& p = pools[n];
+  if (!p) p = std::make_unique<ThreadPool>(n);
+  return *p;
 }
+
+thread_local ThreadPool* pinned = nullptr;  // this thread's PoolScope's pool
 
 }  // namespace
 
 ThreadPool& global_pool() {
-  std::lock_guard<std::mutex> lock(global_mu);
-  std::unique_ptr<ThreadPool>& pool = global_slot();
-  if (!pool) pool = std::make_unique<ThreadPool>(default_threads());
-  return *pool;
+  if (pinned) return *pinned;
+  if (ThreadPool* p = current.load(std::memory_order_acquire)) return *p;
+  ThreadPool* expected = nullptr;
+  // A set_num_threads that got here first wins.
+  current.compare_exchange_strong(expected, &pool_of_size(default_threads()),
+                                  std::memory_order_acq_rel);
+  return *current.load(std::memory_order_acquire);
+}
+
+PoolScope::PoolScope() : outermost_(pinned == nullptr) {
+  if (outermost_) pinned = &global_pool();
+}
+
+PoolScope::~PoolScope() {
+  if (outermost_) pinned = nullptr;
 }
 
 }  // namespace exec
@@ -147,11 +183,7 @@ void set_num_threads(int n) {
   if (n < 1 || n > 1024)
     throw Error("set_num_threads: " + std::to_string(n) +
                 " threads requested (expected 1 to 1024)");
-  std::lock_guard<std::mutex> lock(exec::global_mu);
-  std::unique_ptr<exec::ThreadPool>& pool = exec::global_slot();
-  if (pool && pool->size() == n) return;
-  pool.reset();
-  pool = std::make_unique<exec::ThreadPool>(n);
+  exec::current.store(&exec::pool_of_size(n), std::memory_order_release);
 }
 
 }  // namespace drx

@@ -1,6 +1,6 @@
 #pragma once
 // Private to drx/exec: reductions over client indices in the canonical binary
-// tree (drx/mapreduce/primitives.cpp: a range is split at the largest power of
+// tree (drx/core/canonical_tree.h: a range is split at the largest power of
 // two below its length, left operand first), computed from any sequence of
 // aligned blocks in client order.
 //
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "drx/array/dtype.h"
+#include "drx/core/canonical_tree.h"
 #include "drx/core/reduction.h"
 #include "drx/core/row_reducer.h"
 
@@ -46,11 +47,15 @@ class TreeStack : public RowReducer {
       std::fill(y, y + width_, T{0});
       return;
     }
-    std::memcpy(y, row(blocks_.size() - 1), width_ * sizeof(T));
-    for (size_t b = blocks_.size() - 1; b-- > 0;) {
-      const T* left = row(b);
-      for (size_t k = 0; k < width_; ++k) y[k] = reduce_combine<K>(left[k], y[k]);
-    }
+    // The last block's row is copied to y, which then accumulates in place.
+    const size_t last = blocks_.size() - 1;
+    std::memcpy(y, row(last), width_ * sizeof(T));
+    canonical_tree::fold_right(
+        blocks_.size(), [&](size_t b) -> const T* { return b == last ? y : row(b); },
+        [&](const T* left, const T* acc) -> const T* {
+          for (size_t k = 0; k < width_; ++k) y[k] = reduce_combine<K>(left[k], acc[k]);
+          return y;
+        });
   }
   std::unique_ptr<RowReducer> empty_like(int64_t width) const override {
     return std::make_unique<TreeStack>(width);
@@ -74,7 +79,7 @@ class TreeStack : public RowReducer {
     while (blocks_.size() >= 2) {
       Block& left = blocks_[blocks_.size() - 2];
       const Block& right = blocks_.back();
-      if (left.size != right.size || left.start % (2 * left.size) != 0) break;
+      if (!canonical_tree::halves(left, right)) break;
       T* l = row(blocks_.size() - 2);
       const T* r = row(blocks_.size() - 1);
       for (size_t k = 0; k < width_; ++k) l[k] = reduce_combine<K>(l[k], r[k]);

@@ -7,7 +7,6 @@
 
 #include "drx/array/error.h"
 #include "drx/core/primitive.h"
-#include "drx/core/registry.h"
 #include "drx/mapreduce/primitives.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/transforms.h"
@@ -245,13 +244,12 @@ void find_means(Analysis& a) {
       user[static_cast<size_t>(v)] = static_cast<int>(i);
     }
   for (int v : p.outputs) uses[static_cast<size_t>(v)] += 2;
-  const Primitive* div = find_primitive("div");
   for (size_t i = 0; i < p.eqns.size(); ++i) {
     const Eqn& e = p.eqns[i];
     if (e.prim != &prims::reduce_sum() || uses[static_cast<size_t>(e.outs[0])] != 1) continue;
     const int j = user[static_cast<size_t>(e.outs[0])];
     const Eqn& d = p.eqns[static_cast<size_t>(j)];
-    if (d.prim != div || d.ins[0] != e.outs[0] || d.ins[1] == e.outs[0] ||
+    if (d.prim != &prims::div() || d.ins[0] != e.outs[0] || d.ins[1] == e.outs[0] ||
         !a.rematerializable(d.ins[1]) || a.eqn_of(d.ins[1])->prim != &prims::constant())
       continue;
     const Array& n = a.eqn_of(d.ins[1])->params.get_array("value", "constant");

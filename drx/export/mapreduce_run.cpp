@@ -4,9 +4,9 @@
 
 #include "drx/array/error.h"
 #include "drx/array/half.h"
+#include "drx/core/canonical_tree.h"
 #include "drx/core/primitive.h"
 #include "drx/core/reduction.h"
-#include "drx/exec/blas_threads.h"
 #include "drx/exec/executable.h"
 #include "drx/export/mapreduce_form.h"
 #include "drx/ops/primitives.h"
@@ -53,14 +53,18 @@ StreamingReduce::StreamingReduce(Aggregation kind, Type row) : kind_(kind), row_
 void StreamingReduce::add(const Array& row) {
   if (std::string problem = row_problem(row, row_); !problem.empty())
     throw Error("aggregate: client " + std::to_string(count_) + "'s value " + problem);
-  // The canonical tree is a full binary tree over each aligned power-of-two
-  // block of clients; equal neighbouring blocks merge, left then right.
-  std::pair<int64_t, Array> block{1, convert_array(row, accumulation_dtype(row_.dtype))};
-  while (!blocks_.empty() && blocks_.back().first == block.first) {
-    block = {2 * block.first, combine(kind_, blocks_.back().second, block.second)};
+  // Client count_ is a block of one; it and the blocks before it combine as the canonical
+  // tree's subtrees complete (drx/core/canonical_tree.h).
+  RowReducer::Block block{count_, 1};
+  Array value = convert_array(row, accumulation_dtype(row_.dtype));
+  while (!blocks_.empty()) {
+    const RowReducer::Block left{block.start - blocks_.back().first, blocks_.back().first};
+    if (!canonical_tree::halves(left, block)) break;
+    value = combine(kind_, blocks_.back().second, value);
+    block = {left.start, 2 * left.size};
     blocks_.pop_back();
   }
-  blocks_.push_back(std::move(block));
+  blocks_.emplace_back(block.size, std::move(value));
   ++count_;
 }
 
@@ -70,11 +74,10 @@ Array StreamingReduce::finish() const {
       throw Error(std::string("aggregate: ") + aggregation_name(kind_) + " of no clients");
     return full(row_.shape, 0.0, row_.dtype);
   }
-  // The blocks, largest first, are the tree's left subtrees down its right
-  // spine: fold them from the right.
-  Array acc = blocks_.back().second;
-  for (size_t i = blocks_.size() - 1; i-- > 0;) acc = combine(kind_, blocks_[i].second, acc);
-  return convert_array(acc, row_.dtype);
+  const Array all = canonical_tree::fold_right(
+      blocks_.size(), [&](size_t b) { return blocks_[b].second; },
+      [&](const Array& left, const Array& right) { return combine(kind_, left, right); });
+  return convert_array(all, row_.dtype);
 }
 
 StreamingAggregate::StreamingAggregate(const AggregationSpec& spec, Type row, Type weight_row)
@@ -114,12 +117,12 @@ Array StreamingAggregate::finish() const {
   Array total = main_.finish();
   if (spec_.kind == Aggregation::mean) {
     const Array n = full(row_.shape, static_cast<double>(main_.count()), row_.dtype);
-    return primitive("div").evaluate({total, n}, {})[0];
+    return prims::div().evaluate({total, n}, {})[0];
   }
   if (spec_.kind == Aggregation::weighted_mean) {
     Params bp{{"dims", std::vector<int64_t>{}}, {"shape", row_.shape}};
     const Array w = prims::broadcast_in_dim().evaluate({weights_.finish()}, bp)[0];
-    return primitive("div").evaluate({total, w}, {})[0];
+    return prims::div().evaluate({total, w}, {})[0];
   }
   return total;
 }
@@ -149,7 +152,10 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
     std::vector<Array> prepared = run_part(stage.server_prepare, from_server);
     for (size_t k = 0; k < prepared.size(); ++k)
       server[stage.server_prepare.outputs[k]] = prepared[k];
-    const Executable work = compile(stage.client_work.program);
+    // Compiled as the map_fn body it was cut from, so its products take a map body's path.
+    CompileOptions as_map_body;
+    as_map_body.map_body = true;
+    const Executable work = compile(stage.client_work.program, Mesh(), as_map_body);
     std::vector<StreamingAggregate> folds;
     for (const AggregationSpec& spec : stage.aggregations)
       folds.emplace_back(spec, form.types.at(spec.client_value),
@@ -167,8 +173,6 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
         else
           args.push_back(from_server(name));
       }
-      // As map_fn bodies run inside a program: BLAS on one thread.
-      exec::SingleThreadedBlas one_blas_thread;
       std::vector<Array> outs = work.run(args);
       std::map<std::string, Array> by_name;
       for (size_t k = 0; k < outs.size(); ++k) by_name[stage.client_work.outputs[k]] = outs[k];

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 
+#include "drx/core/canonical_tree.h"
 #include "drx/core/interpret.h"
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
@@ -133,22 +134,18 @@ class BroadcastPrim : public Primitive {
 };
 
 // ---- reductions over a placement -----------------------------------------
-// Reduces rows [lo, hi) in one canonical binary tree over client indices
-// (split at the largest power of two below the count), so any partition of
-// the clients into aligned blocks reproduces the same bits.
+// Reduces rows [lo, hi) in drx's canonical tree (drx/core/canonical_tree.h), so any partition
+// of the clients into aligned blocks reproduces the same bits.
 template <ReduceKind K, class T>
 void tree_reduce(const T* rows, int64_t lo, int64_t hi, int64_t width, T* out) {
-  if (hi - lo == 1) {
-    std::memcpy(out, rows + lo * width, static_cast<size_t>(width) * sizeof(T));
-    return;
-  }
-  int64_t half = 1;
-  while (half * 2 < hi - lo) half *= 2;
-  std::vector<T> right(static_cast<size_t>(width));
-  tree_reduce<K>(rows, lo, lo + half, width, out);
-  tree_reduce<K>(rows, lo + half, hi, width, right.data());
-  for (int64_t k = 0; k < width; ++k)
-    out[k] = reduce_combine<K>(out[k], right[static_cast<size_t>(k)]);
+  const auto w = static_cast<size_t>(width);
+  const std::vector<T> all = canonical_tree::reduce(
+      lo, hi, [&](int64_t i) { return std::vector<T>(rows + i * width, rows + (i + 1) * width); },
+      [&](std::vector<T> left, const std::vector<T>& right) {
+        for (size_t k = 0; k < w; ++k) left[k] = reduce_combine<K>(left[k], right[k]);
+        return left;
+      });
+  std::memcpy(out, all.data(), w * sizeof(T));
 }
 
 class PlacementReducePrim : public Primitive {
@@ -169,26 +166,23 @@ class PlacementReducePrim : public Primitive {
       return;
     }
     const Type row(x.dtype, out.shape);
-    std::function<std::string(int64_t, int64_t)> tree = [&](int64_t lo, int64_t hi) {
-      if (hi - lo == 1) {
-        std::vector<int64_t> starts(x.shape.size(), 0), limits = x.shape;
-        starts[0] = lo, limits[0] = lo + 1;
-        Shape one = x.shape;
-        one[0] = 1;
-        const std::string slice =
-            em.emit1("stablehlo.slice", {em.operand(0)},
-                     {{"start_indices", mlir_i64_array(starts)},
-                      {"limit_indices", mlir_i64_array(limits)},
-                      {"strides", mlir_i64_array(std::vector<int64_t>(x.shape.size(), 1))}},
-                     Type(x.dtype, one));
-        return em.emit1("stablehlo.reshape", {slice}, {}, row);
-      }
-      int64_t half = 1;
-      while (half * 2 < hi - lo) half *= 2;
-      const std::string left = tree(lo, lo + half), right = tree(lo + half, hi);
+    const auto client_row = [&](int64_t i) {
+      std::vector<int64_t> starts(x.shape.size(), 0), limits = x.shape;
+      starts[0] = i, limits[0] = i + 1;
+      Shape one = x.shape;
+      one[0] = 1;
+      const std::string slice =
+          em.emit1("stablehlo.slice", {em.operand(0)},
+                   {{"start_indices", mlir_i64_array(starts)},
+                    {"limit_indices", mlir_i64_array(limits)},
+                    {"strides", mlir_i64_array(std::vector<int64_t>(x.shape.size(), 1))}},
+                   Type(x.dtype, one));
+      return em.emit1("stablehlo.reshape", {slice}, {}, row);
+    };
+    const auto combine = [&](const std::string& left, const std::string& right) {
       return em.emit1(reduce_combiner(kind_), {left, right}, {}, row);
     };
-    em.set_results({tree(0, n)});
+    em.set_results({canonical_tree::reduce(0, n, client_row, combine)});
   }
   bool placement_aware() const override { return true; }
   std::optional<ReduceKind> reduction() const override { return kind_; }

@@ -12,6 +12,7 @@
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/erf_inv.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 namespace drx {
 namespace elementwise {
@@ -374,59 +375,162 @@ class ErfInvPrim : public UnaryPrim<ErfInv, Domain::floating> {
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(elementwise_unary) {
-  using D = Domain;
-  registry.add(std::make_unique<UnaryPrim<Neg, D::numeric>>(
-      "neg", "stablehlo.negate", [](const Value&, const Value&, const Value& t) { return -t; }));
-  registry.add(std::make_unique<UnaryPrim<Exp, D::floating>>(
-      "exp", "stablehlo.exponential",
-      [](const Value&, const Value& y, const Value& t) { return t * y; }));
-  registry.add(std::make_unique<UnaryPrim<Log, D::floating>>(
-      "log", "stablehlo.log", [](const Value& x, const Value&, const Value& t) { return t / x; }));
-  registry.add(std::make_unique<UnaryPrim<Log1p, D::floating>>(
-      "log1p", "stablehlo.log_plus_one",
-      [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); }));
-  registry.add(std::make_unique<UnaryPrim<Tanh, D::floating>>(
-      "tanh", "stablehlo.tanh",
-      [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); }));
-  registry.add(std::make_unique<UnaryPrim<Logistic, D::floating>>(
-      "logistic", "stablehlo.logistic",
-      [](const Value&, const Value& y, const Value& t) { return t * (y * (1.0 - y)); }));
-  registry.add(std::make_unique<UnaryPrim<Sqrt, D::floating>>(
-      "sqrt", "stablehlo.sqrt",
-      [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); }));
-  // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y / x
-  registry.add(std::make_unique<UnaryPrim<Rsqrt, D::floating>>(
-      "rsqrt", "stablehlo.rsqrt",
-      [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); }));
-  registry.add(std::make_unique<UnaryPrim<Abs, D::numeric>>(
-      "abs", "stablehlo.abs",
-      [](const Value& x, const Value&, const Value& t) { return t * sign(x); }));
-  registry.add(std::make_unique<UnaryPrim<Sign, D::numeric>>("sign", "stablehlo.sign", nullptr));
-  registry.add(std::make_unique<UnaryPrim<Sin, D::floating>>(
-      "sin", "stablehlo.sine",
-      [](const Value& x, const Value&, const Value& t) { return t * cos(x); }));
-  registry.add(std::make_unique<ErfPrim>());
-  registry.add(std::make_unique<ErfInvPrim>());
-  // d cbrt(x) = 1 / (3 cbrt(x)^2)
-  registry.add(std::make_unique<UnaryPrim<Cbrt, D::floating>>(
-      "cbrt", "stablehlo.cbrt",
-      [](const Value&, const Value& y, const Value& t) { return t / (3.0 * y * y); }));
-  registry.add(std::make_unique<UnaryPrim<Expm1, D::floating>>(
-      "expm1", "stablehlo.exponential_minus_one",
-      [](const Value&, const Value& y, const Value& t) { return t * (y + 1.0); }));
-  // Piecewise constant: the derivative is zero.
-  registry.add(std::make_unique<UnaryPrim<RoundHalfAway, D::floating>>(
-      "round_away", "stablehlo.round_nearest_afz", nullptr));
-  registry.add(
-      std::make_unique<UnaryPrim<Floor, D::floating>>("floor", "stablehlo.floor", nullptr));
-  registry.add(std::make_unique<UnaryPrim<Ceil, D::floating>>("ceil", "stablehlo.ceil", nullptr));
-  registry.add(std::make_unique<UnaryPrim<RoundHalfEven, D::floating>>(
-      "round", "stablehlo.round_nearest_even", nullptr));
-  registry.add(std::make_unique<UnaryPrim<Cos, D::floating>>(
-      "cos", "stablehlo.cosine",
-      [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); }));
+  registry.add(prims::neg());
+  registry.add(prims::exp());
+  registry.add(prims::log());
+  registry.add(prims::log1p());
+  registry.add(prims::tanh());
+  registry.add(prims::logistic());
+  registry.add(prims::sqrt());
+  registry.add(prims::rsqrt());
+  registry.add(prims::abs());
+  registry.add(prims::sign());
+  registry.add(prims::sin());
+  registry.add(prims::erf());
+  registry.add(prims::erf_inv());
+  registry.add(prims::cbrt());
+  registry.add(prims::expm1());
+  registry.add(prims::round_away());
+  registry.add(prims::floor());
+  registry.add(prims::ceil());
+  registry.add(prims::round());
+  registry.add(prims::cos());
 }
 
 }  // namespace elementwise
 
 }  // namespace drx
+
+namespace drx::prims {
+using namespace elementwise;  // the primitive classes, their scalar functions and rules
+
+const Primitive& neg() {
+  static const UnaryPrim<Neg, Domain::numeric> p(
+      "neg", "stablehlo.negate", [](const Value&, const Value&, const Value& t) { return -t; });
+  return p;
+}
+
+const Primitive& exp() {
+  static const UnaryPrim<Exp, Domain::floating> p(
+      "exp", "stablehlo.exponential",
+      [](const Value&, const Value& y, const Value& t) { return t * y; });
+  return p;
+}
+
+const Primitive& log() {
+  static const UnaryPrim<Log, Domain::floating> p(
+      "log", "stablehlo.log", [](const Value& x, const Value&, const Value& t) { return t / x; });
+  return p;
+}
+
+const Primitive& log1p() {
+  static const UnaryPrim<Log1p, Domain::floating> p(
+      "log1p", "stablehlo.log_plus_one",
+      [](const Value& x, const Value&, const Value& t) { return t / (1.0 + x); });
+  return p;
+}
+
+const Primitive& tanh() {
+  static const UnaryPrim<Tanh, Domain::floating> p(
+      "tanh", "stablehlo.tanh",
+      [](const Value&, const Value& y, const Value& t) { return t * (1.0 - y * y); });
+  return p;
+}
+
+const Primitive& logistic() {
+  static const UnaryPrim<Logistic, Domain::floating> p(
+      "logistic", "stablehlo.logistic",
+      [](const Value&, const Value& y, const Value& t) { return t * (y * (1.0 - y)); });
+  return p;
+}
+
+const Primitive& sqrt() {
+  static const UnaryPrim<Sqrt, Domain::floating> p(
+      "sqrt", "stablehlo.sqrt",
+      [](const Value&, const Value& y, const Value& t) { return t * (0.5 / y); });
+  return p;
+}
+
+// d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y / x
+const Primitive& rsqrt() {
+  static const UnaryPrim<Rsqrt, Domain::floating> p(
+      "rsqrt", "stablehlo.rsqrt",
+      [](const Value& x, const Value& y, const Value& t) { return t * (-0.5 * y / x); });
+  return p;
+}
+
+const Primitive& abs() {
+  static const UnaryPrim<Abs, Domain::numeric> p(
+      "abs", "stablehlo.abs",
+      [](const Value& x, const Value&, const Value& t) { return t * sign(x); });
+  return p;
+}
+
+const Primitive& sign() {
+  static const UnaryPrim<Sign, Domain::numeric> p("sign", "stablehlo.sign", nullptr);
+  return p;
+}
+
+const Primitive& sin() {
+  static const UnaryPrim<Sin, Domain::floating> p(
+      "sin", "stablehlo.sine",
+      [](const Value& x, const Value&, const Value& t) { return t * cos(x); });
+  return p;
+}
+
+const Primitive& erf() {
+  static const ErfPrim p;
+  return p;
+}
+
+const Primitive& erf_inv() {
+  static const ErfInvPrim p;
+  return p;
+}
+
+// d cbrt(x) = 1 / (3 cbrt(x)^2)
+const Primitive& cbrt() {
+  static const UnaryPrim<Cbrt, Domain::floating> p(
+      "cbrt", "stablehlo.cbrt",
+      [](const Value&, const Value& y, const Value& t) { return t / (3.0 * y * y); });
+  return p;
+}
+
+const Primitive& expm1() {
+  static const UnaryPrim<Expm1, Domain::floating> p(
+      "expm1", "stablehlo.exponential_minus_one",
+      [](const Value&, const Value& y, const Value& t) { return t * (y + 1.0); });
+  return p;
+}
+
+// Rounding is piecewise constant: the derivative is zero.
+const Primitive& round_away() {
+  static const UnaryPrim<RoundHalfAway, Domain::floating> p("round_away",
+                                                            "stablehlo.round_nearest_afz", nullptr);
+  return p;
+}
+
+const Primitive& floor() {
+  static const UnaryPrim<Floor, Domain::floating> p("floor", "stablehlo.floor", nullptr);
+  return p;
+}
+
+const Primitive& ceil() {
+  static const UnaryPrim<Ceil, Domain::floating> p("ceil", "stablehlo.ceil", nullptr);
+  return p;
+}
+
+const Primitive& round() {
+  static const UnaryPrim<RoundHalfEven, Domain::floating> p("round", "stablehlo.round_nearest_even",
+                                                            nullptr);
+  return p;
+}
+
+const Primitive& cos() {
+  static const UnaryPrim<Cos, Domain::floating> p(
+      "cos", "stablehlo.cosine",
+      [](const Value& x, const Value&, const Value& t) { return -(t * sin(x)); });
+  return p;
+}
+
+}  // namespace drx::prims

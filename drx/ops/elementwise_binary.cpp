@@ -160,13 +160,12 @@ DRX_PRIMITIVE_FAMILY(elementwise_binary) {
   registry.add(prims::add());
   registry.add(prims::sub());
   registry.add(prims::mul());
-  registry.add(
-      std::make_unique<BinaryPrim<Div>>("div", "stablehlo.divide", div_partial, Neutral{{}, 1.0}));
-  registry.add(std::make_unique<BinaryPrim<Pow>>("pow", "stablehlo.power", pow_partial));
-  registry.add(std::make_unique<BinaryPrim<Max>>("maximum", "stablehlo.maximum", max_partial));
-  registry.add(std::make_unique<BinaryPrim<Min>>("minimum", "stablehlo.minimum", min_partial));
-  registry.add(std::make_unique<BinaryPrim<Rem>>("remainder", "stablehlo.remainder", rem_partial));
-  registry.add(std::make_unique<BinaryPrim<Atan2>>("atan2", "stablehlo.atan2", atan2_partial));
+  registry.add(prims::div());
+  registry.add(prims::pow());
+  registry.add(prims::maximum());
+  registry.add(prims::minimum());
+  registry.add(prims::remainder());
+  registry.add(prims::atan2());
 }
 
 }  // namespace drx::elementwise
@@ -188,6 +187,41 @@ const Primitive& sub() {
 const Primitive& mul() {
   static const BinaryPrim<scalar::Mul> p("mul", "stablehlo.multiply", elementwise::mul_partial,
                                          Neutral{1.0, 1.0});
+  return p;
+}
+const Primitive& div() {
+  static const BinaryPrim<scalar::Div> p("div", "stablehlo.divide", elementwise::div_partial,
+                                         Neutral{{}, 1.0});
+  return p;
+}
+
+}  // namespace drx::prims
+
+namespace drx::prims {
+using namespace elementwise;  // the primitive classes, their scalar functions and rules
+
+const Primitive& pow() {
+  static const BinaryPrim<Pow> p("pow", "stablehlo.power", pow_partial);
+  return p;
+}
+
+const Primitive& maximum() {
+  static const BinaryPrim<Max> p("maximum", "stablehlo.maximum", max_partial);
+  return p;
+}
+
+const Primitive& minimum() {
+  static const BinaryPrim<Min> p("minimum", "stablehlo.minimum", min_partial);
+  return p;
+}
+
+const Primitive& remainder() {
+  static const BinaryPrim<Rem> p("remainder", "stablehlo.remainder", rem_partial);
+  return p;
+}
+
+const Primitive& atan2() {
+  static const BinaryPrim<Atan2> p("atan2", "stablehlo.atan2", atan2_partial);
   return p;
 }
 

@@ -125,8 +125,12 @@ void dispatch_bits(DType d, Fn&& fn) {
 template <class K, int Arity>
 class BitwisePrim : public Primitive {
  public:
-  BitwisePrim(std::string name, std::string stablehlo, Operands operands)
-      : Primitive(std::move(name)), stablehlo_(std::move(stablehlo)), operands_(operands) {}
+  // `op` names the public drx op in errors, when it differs from the primitive's name.
+  BitwisePrim(std::string name, std::string stablehlo, Operands operands, std::string op = "")
+      : Primitive(std::move(name)),
+        stablehlo_(std::move(stablehlo)),
+        operands_(operands),
+        op_(std::move(op)) {}
 
   const ScalarKernel* scalar_kernel() const override { return &kernel_; }
 
@@ -175,9 +179,7 @@ class BitwisePrim : public Primitive {
   }
 
  private:
-  std::string public_name() const {
-    return name() == "and" || name() == "or" || name() == "xor" ? "bitwise_" + name() : name();
-  }
+  std::string public_name() const { return op_.empty() ? name() : op_; }
   static ScalarKernel make_kernel() {
     if constexpr (Arity == 1)
       return ScalarKernel::bitwise_unary<K>();
@@ -186,23 +188,70 @@ class BitwisePrim : public Primitive {
   }
   std::string stablehlo_;
   Operands operands_;
+  std::string op_;
   inline static const ScalarKernel kernel_ = make_kernel();
 };
 
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(elementwise_bitwise) {
-  using O = Operands;
-  registry.add(std::make_unique<BitwisePrim<And, 2>>("and", "stablehlo.and", O::integers_or_bool));
-  registry.add(std::make_unique<BitwisePrim<Or, 2>>("or", "stablehlo.or", O::integers_or_bool));
-  registry.add(std::make_unique<BitwisePrim<Xor, 2>>("xor", "stablehlo.xor", O::integers_or_bool));
-  registry.add(std::make_unique<BitwisePrim<Not, 1>>("not", "stablehlo.not", O::integers_or_bool));
-  registry.add(std::make_unique<BitwisePrim<ShiftLeft, 2>>("shift_left", "stablehlo.shift_left",
-                                                           O::integers));
-  registry.add(std::make_unique<BitwisePrim<ShiftRightLogical, 2>>(
-      "shift_right_logical", "stablehlo.shift_right_logical", O::integers_but_signed_narrow));
-  registry.add(std::make_unique<BitwisePrim<ShiftRightArithmetic, 2>>(
-      "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", O::integers));
+  registry.add(prims::bitwise_and());
+  registry.add(prims::bitwise_or());
+  registry.add(prims::bitwise_xor());
+  registry.add(prims::bitwise_not());
+  registry.add(prims::shift_left());
+  registry.add(prims::shift_right_logical());
+  registry.add(prims::shift_right_arithmetic());
 }
 
 }  // namespace drx::elementwise
+
+namespace drx::prims {
+using elementwise::BitwisePrim;
+using elementwise::Operands;
+
+const Primitive& bitwise_and() {
+  static const BitwisePrim<elementwise::And, 2> p("and", "stablehlo.and",
+                                                  Operands::integers_or_bool, "bitwise_and");
+  return p;
+}
+const Primitive& bitwise_or() {
+  static const BitwisePrim<elementwise::Or, 2> p("or", "stablehlo.or", Operands::integers_or_bool,
+                                                 "bitwise_or");
+  return p;
+}
+const Primitive& bitwise_xor() {
+  static const BitwisePrim<elementwise::Xor, 2> p("xor", "stablehlo.xor",
+                                                  Operands::integers_or_bool, "bitwise_xor");
+  return p;
+}
+const Primitive& bitwise_not() {
+  static const BitwisePrim<elementwise::Not, 1> p("not", "stablehlo.not",
+                                                  Operands::integers_or_bool);
+  return p;
+}
+
+}  // namespace drx::prims
+
+namespace drx::prims {
+using namespace elementwise;  // the primitive classes, their scalar functions and rules
+
+const Primitive& shift_left() {
+  static const BitwisePrim<ShiftLeft, 2> p("shift_left", "stablehlo.shift_left",
+                                           Operands::integers);
+  return p;
+}
+
+const Primitive& shift_right_logical() {
+  static const BitwisePrim<ShiftRightLogical, 2> p(
+      "shift_right_logical", "stablehlo.shift_right_logical", Operands::integers_but_signed_narrow);
+  return p;
+}
+
+const Primitive& shift_right_arithmetic() {
+  static const BitwisePrim<ShiftRightArithmetic, 2> p(
+      "shift_right_arithmetic", "stablehlo.shift_right_arithmetic", Operands::integers);
+  return p;
+}
+
+}  // namespace drx::prims

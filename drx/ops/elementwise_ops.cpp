@@ -82,13 +82,8 @@ Value number_like(const std::string& op, const Value& x, double v) {
 
 }  // namespace
 
-// Each op looks its primitive up once; `primitive` throws for unknown names,
-// so a misspelling fails at the first call rather than silently.
-#define DRX_UNARY(fn)                           \
-  Value fn(const Value& x) {                    \
-    static const Primitive& p = primitive(#fn); \
-    return emit1(p, {x});                       \
-  }
+#define DRX_UNARY(fn) \
+  Value fn(const Value& x) { return emit1(prims::fn(), {x}); }
 DRX_UNARY(neg)
 DRX_UNARY(exp)
 DRX_UNARY(log)
@@ -112,16 +107,10 @@ DRX_UNARY(round)
 DRX_UNARY(stop_gradient)
 #undef DRX_UNARY
 
-Value bitwise_not(const Value& x) {
-  static const Primitive& p = primitive("not");
-  return emit1(p, {x});
-}
+Value bitwise_not(const Value& x) { return emit1(prims::bitwise_not(), {x}); }
 
-#define DRX_BINARY(fn)                          \
-  Value fn(const Value& a, const Value& b) {    \
-    static const Primitive& p = primitive(#fn); \
-    return binary(p, a, b);                     \
-  }
+#define DRX_BINARY(fn) \
+  Value fn(const Value& a, const Value& b) { return binary(prims::fn(), a, b); }
 DRX_BINARY(add)
 DRX_BINARY(sub)
 DRX_BINARY(mul)
@@ -142,15 +131,9 @@ DRX_BINARY(shift_right_logical)
 DRX_BINARY(shift_right_arithmetic)
 #undef DRX_BINARY
 
-#define DRX_BITWISE(fn, prim)                    \
-  Value fn(const Value& a, const Value& b) {     \
-    static const Primitive& p = primitive(prim); \
-    return binary(p, a, b);                      \
-  }
-DRX_BITWISE(bitwise_and, "and")
-DRX_BITWISE(bitwise_or, "or")
-DRX_BITWISE(bitwise_xor, "xor")
-#undef DRX_BITWISE
+Value bitwise_and(const Value& a, const Value& b) { return binary(prims::bitwise_and(), a, b); }
+Value bitwise_or(const Value& a, const Value& b) { return binary(prims::bitwise_or(), a, b); }
+Value bitwise_xor(const Value& a, const Value& b) { return binary(prims::bitwise_xor(), a, b); }
 
 Value pow(const Value& a, double b) { return pow(a, number_like("pow", a, b)); }
 Value maximum(const Value& a, double b) { return maximum(a, number_like("maximum", a, b)); }

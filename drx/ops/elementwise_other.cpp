@@ -201,13 +201,12 @@ class StopGradientPrim : public NoDerivativeUnary {
 }  // namespace
 
 DRX_PRIMITIVE_FAMILY(elementwise_other) {
-  using D = Domain;
-  registry.add(std::make_unique<ComparePrim<Less, D::numeric>>("less"));
-  registry.add(std::make_unique<ComparePrim<LessEqual, D::numeric>>("less_equal"));
-  registry.add(std::make_unique<ComparePrim<Greater, D::numeric>>("greater"));
-  registry.add(std::make_unique<ComparePrim<GreaterEqual, D::numeric>>("greater_equal"));
-  registry.add(std::make_unique<ComparePrim<Equal, D::any>>("equal"));
-  registry.add(std::make_unique<ComparePrim<NotEqual, D::any>>("not_equal"));
+  registry.add(prims::less());
+  registry.add(prims::less_equal());
+  registry.add(prims::greater());
+  registry.add(prims::greater_equal());
+  registry.add(prims::equal());
+  registry.add(prims::not_equal());
   registry.add(prims::select());
   registry.add(prims::convert());
   registry.add(prims::stop_gradient());
@@ -228,4 +227,39 @@ const Primitive& stop_gradient() {
   static const elementwise::StopGradientPrim p;
   return p;
 }
+}  // namespace drx::prims
+
+namespace drx::prims {
+using namespace elementwise;  // the primitive classes, their scalar functions and rules
+
+const Primitive& less() {
+  static const ComparePrim<Less, Domain::numeric> p("less");
+  return p;
+}
+
+const Primitive& less_equal() {
+  static const ComparePrim<LessEqual, Domain::numeric> p("less_equal");
+  return p;
+}
+
+const Primitive& greater() {
+  static const ComparePrim<Greater, Domain::numeric> p("greater");
+  return p;
+}
+
+const Primitive& greater_equal() {
+  static const ComparePrim<GreaterEqual, Domain::numeric> p("greater_equal");
+  return p;
+}
+
+const Primitive& equal() {
+  static const ComparePrim<Equal, Domain::any> p("equal");
+  return p;
+}
+
+const Primitive& not_equal() {
+  static const ComparePrim<NotEqual, Domain::any> p("not_equal");
+  return p;
+}
+
 }  // namespace drx::prims

@@ -2,19 +2,61 @@
 // The primitive objects of drx/ops that other code recognises or emits
 // directly: rewrites (simplification, fusion) and backends compare an
 // equation's primitive with these objects, never with a name string.
-// Elementwise primitives that nothing singles out are reached only through
-// the registry and what they state about themselves (Primitive::scalar_kernel).
+// The public ops reach their primitives here too, never through a name.
 #include "drx/core/primitive.h"
 
 namespace drx::prims {
 
-// elementwise
+// elementwise: unary
+const Primitive& neg();
+const Primitive& exp();
+const Primitive& log();
+const Primitive& log1p();
+const Primitive& tanh();
+const Primitive& logistic();
+const Primitive& sqrt();
+const Primitive& rsqrt();
+const Primitive& abs();
+const Primitive& sign();
+const Primitive& sin();
+const Primitive& cos();
+const Primitive& erf();
+const Primitive& erf_inv();
+const Primitive& cbrt();
+const Primitive& expm1();
+const Primitive& round_away();
+const Primitive& floor();
+const Primitive& ceil();
+const Primitive& round();
+// elementwise: binary
 const Primitive& add();
 const Primitive& sub();
 const Primitive& mul();
+const Primitive& div();
+const Primitive& pow();
+const Primitive& maximum();
+const Primitive& minimum();
+const Primitive& remainder();
+const Primitive& atan2();
+// elementwise: comparisons
+const Primitive& less();
+const Primitive& less_equal();
+const Primitive& greater();
+const Primitive& greater_equal();
+const Primitive& equal();
+const Primitive& not_equal();
+// elementwise: the rest
 const Primitive& select();
 const Primitive& convert();
 const Primitive& stop_gradient();
+// bitwise (logical on bool) and shifts
+const Primitive& bitwise_and();
+const Primitive& bitwise_or();
+const Primitive& bitwise_xor();
+const Primitive& bitwise_not();
+const Primitive& shift_left();
+const Primitive& shift_right_logical();
+const Primitive& shift_right_arithmetic();
 // linear algebra
 const Primitive& dot_general();
 // shape

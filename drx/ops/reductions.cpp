@@ -197,11 +197,10 @@ std::vector<int64_t> normalize_axes(const char* op, const Value& x,
   return out;
 }
 
-Value reduce(const char* op, const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  const std::string_view name(op);
-  const Primitive& prim = reduction_primitive(name == "sum"   ? ReduceKind::sum
-                                              : name == "max" ? ReduceKind::max
-                                                              : ReduceKind::min);
+// `op` names the public op in errors; `kind` chooses the primitive.
+Value reduce(ReduceKind kind, const char* op, const Value& x, const std::vector<int64_t>& axes,
+             bool keepdims) {
+  const Primitive& prim = reduction_primitive(kind);
   std::vector<int64_t> norm = normalize_axes(op, x, axes);
   Value y = emit1(prim, {x}, Params{{"axes", norm}});
   if (!keepdims) return y;
@@ -220,17 +219,17 @@ DRX_PRIMITIVE_FAMILY(reductions) {
 
 // An empty `axes` list reduces every axis (as the header promises), so
 // sum(x, {}, true) is the keepdims form of sum(x).
-Value sum(const Value& x) { return reduce("sum", x, {}, false); }
+Value sum(const Value& x) { return reduce(ReduceKind::sum, "sum", x, {}, false); }
 Value sum(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return reduce("sum", x, axes, keepdims);
+  return reduce(ReduceKind::sum, "sum", x, axes, keepdims);
 }
-Value max(const Value& x) { return reduce("max", x, {}, false); }
+Value max(const Value& x) { return reduce(ReduceKind::max, "max", x, {}, false); }
 Value max(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return reduce("max", x, axes, keepdims);
+  return reduce(ReduceKind::max, "max", x, axes, keepdims);
 }
-Value min(const Value& x) { return reduce("min", x, {}, false); }
+Value min(const Value& x) { return reduce(ReduceKind::min, "min", x, {}, false); }
 Value min(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return reduce("min", x, axes, keepdims);
+  return reduce(ReduceKind::min, "min", x, axes, keepdims);
 }
 
 Value mean(const Value& x) { return mean(x, {}, false); }

@@ -13,7 +13,7 @@ namespace drx::stablehlo::detail {
 [[noreturn]] void fail(const Operation& op, const std::string& what);
 
 // The drx dtype of a StableHLO element type; throws naming the line for the
-// types drx does not hold (complex, f8, i4, ...).
+// types drx does not hold (complex, f8, quantized, ...).
 DType element_dtype(const std::string& element, int line);
 
 // A dense<...> attribute as an Array of `type`.

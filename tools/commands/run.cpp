@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "drx/drx.h"
-#include "drx/exec/blas_threads.h"
 #include "drx/stablehlo/test_suite.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
@@ -65,9 +64,13 @@ Array parse_input(const std::string& text, const Type& type, size_t index) {
 }
 
 // What jit does with a traced program, so the results are bitwise those of
-// drx::jit on the function the program was traced from.
-std::vector<Array> run_compiled(const Program& p, const std::vector<Array>& inputs) {
-  return compile(simplify(p), current_mesh()).run(inputs);
+// drx::jit on the function the program was traced from. A client's work is compiled as map_fn
+// bodies are, so its results are bitwise those the client computes inside the whole program.
+std::vector<Array> run_compiled(const Program& p, const std::vector<Array>& inputs,
+                                bool client = false) {
+  CompileOptions options;
+  options.map_body = client;
+  return compile(simplify(p), current_mesh(), options).run(inputs);
 }
 
 std::string types_list(const std::vector<Type>& types) {
@@ -82,7 +85,7 @@ struct RunFlags {
   std::vector<std::string> outs;  // none, or one .npy path per program output
   bool print = false;
   bool interpret = false;
-  bool client = false;  // run as a map_fn body runs in a program: BLAS on one thread
+  bool client = false;  // compile as a map_fn body: each product one BLAS call
 };
 
 RunFlags parse_run_flags(const Args& args) {
@@ -257,11 +260,8 @@ int run_command(const Args& args, std::ostream& out, std::ostream&) {
   const std::vector<Array> inputs = parse_inputs(flags, p);
 
   if (flags.print) out << to_string(r.shown);
-  // A client's work runs as map_fn bodies run inside a program, whose BLAS calls take one
-  // thread each (multithreaded BLAS can round differently).
-  std::optional<exec::SingleThreadedBlas> one_blas_thread;
-  if (flags.client) one_blas_thread.emplace();
-  std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
+  std::vector<Array> outputs =
+      flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs, flags.client);
   emit_results(flags, outputs, r.module.num_results, out);
   apply_checks(flags, r.module, outputs, out);
   return 0;

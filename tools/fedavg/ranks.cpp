@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "drx/array/error.h"
+#include "drx/core/process_group.h"
 #ifdef DRX_HAVE_MPI
 #include "drx/dist/dist.h"
 #endif
@@ -53,7 +54,7 @@ int64_t Ranks::threads(int64_t requested) const {
 }
 
 std::pair<int64_t, int64_t> Ranks::clients(int64_t slots) const {
-  return {slots * rank_ / size_, slots * (rank_ + 1) / size_};
+  return client_range(slots, rank_, size_);
 }
 
 #ifdef DRX_HAVE_MPI
