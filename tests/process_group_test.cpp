@@ -219,6 +219,24 @@ TEST(ThreadsAsProcesses, MeshesNameTheirProcessesAndClientWorkRunsInProcess) {
   EXPECT_THROW(Mesh({{"clients", 2}}, "clients", nullptr), Error);
 }
 
+TEST(ThreadsAsProcesses, MeshesAreEqualByStructureAndProcessGroupNotByTheirText) {
+  auto board = std::make_shared<Board>(2);
+  auto a = std::make_shared<ThreadsAsProcesses>(board, 0, 2);
+  auto b = std::make_shared<ThreadsAsProcesses>(board, 0, 2);
+  const Mesh over_a({{"clients", 2}}, "clients", a), over_b({{"clients", 2}}, "clients", b);
+  // Both print alike; they are different processes.
+  ASSERT_EQ(over_a.str(), over_b.str());
+  EXPECT_FALSE(over_a == over_b);
+  EXPECT_NE(over_a.key(), over_b.key());
+  const Mesh copy = over_a;
+  EXPECT_TRUE(copy == over_a);
+  EXPECT_EQ(copy.key(), over_a.key());
+  EXPECT_TRUE(Mesh({{"clients", 2}}) == Mesh({{"clients", 2}}));
+  EXPECT_FALSE(Mesh({{"clients", 2}}) == Mesh({{"clients", 4}}));
+  EXPECT_FALSE(Mesh({{"clients", 2}, {"model", 2}}) == Mesh({{"model", 2}, {"clients", 2}}));
+  EXPECT_FALSE(over_a == over_a.in_process());
+}
+
 TEST(ThreadsAsProcesses, JitChecksEveryCallThatTheProcessesRunOneProgram) {
   auto sum_of = [](int64_t clients) {
     return program({{"clients", clients}}, [](Value v) { return reduce_sum(v); }, {"clients"});

@@ -76,6 +76,18 @@ std::string Mesh::str() const {
   return s + "}";
 }
 
+bool Mesh::operator==(const Mesh& other) const {
+  return state_->axes == other.state_->axes && state_->process_axis == other.state_->process_axis &&
+         state_->group == other.state_->group;
+}
+
+std::string Mesh::key() const {
+  // The group's address names it: a cache entry holds its mesh, so the group
+  // outlives the entry and its address is not reused meanwhile.
+  if (!state_->group) return str();
+  return str() + "@" + std::to_string(reinterpret_cast<uintptr_t>(state_->group.get()));
+}
+
 const ProcessGroup* Mesh::processes(const std::string& axis) const {
   return state_->group && axis == state_->process_axis ? state_->group.get() : nullptr;
 }

@@ -64,7 +64,12 @@ class Mesh {
   // Every process's devices as one mesh: the process axis has its size times
   // the processes (what an exported program's sharding names).
   Mesh global() const;
-  bool operator==(const Mesh& other) const { return str() == other.str(); }
+  // Same axes, the same process axis and the same process group (by identity:
+  // two groups of one size are different processes). Not the printed form,
+  // which does not name the group.
+  bool operator==(const Mesh& other) const;
+  // A cache key that tells meshes apart as operator== does.
+  std::string key() const;
 
   // For drx/exec: the worker threads of the devices along `axis` (created on
   // first use, shared by copies of this mesh).

@@ -54,7 +54,10 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     key += ";" + std::string(dtype_name(arrays.back().dtype())) + shape_str(arrays.back().shape());
   }
   const Mesh mesh = mesh_ ? *mesh_ : current_mesh();
-  key += "|mesh" + mesh.str();
+  // What every process of the mesh must agree on (check_same) names the mesh
+  // by its text; the cache key also tells process groups apart.
+  const std::string shared_key = key + "|mesh" + mesh.str();
+  key += "|mesh" + mesh.key();
   std::unique_lock<std::mutex> lock(mutex_);
   const Entry* entry = nullptr;
   if (auto it = entries_.find(key); it != entries_.end()) entry = &it->second;
@@ -70,7 +73,8 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     Tree out = std::move(t.out_structure);
     Program simplified = simplify(p);
     auto executable = std::make_shared<const Executable>(simplified, mesh);
-    const std::string signature = hex(fingerprint(key)) + hex(fingerprint(to_string(simplified)));
+    const std::string signature =
+        hex(fingerprint(shared_key)) + hex(fingerprint(to_string(simplified)));
     entry =
         &entries_
              .emplace(key, Entry{key, std::move(simplified), out, std::move(executable), signature})
