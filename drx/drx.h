@@ -12,7 +12,7 @@
 #include "drx/data/npy.h"
 #include "drx/exec/blas_threads.h"
 #include "drx/exec/executable.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "drx/exec/thread_pool.h"
 #include "drx/export/mapreduce_form.h"
 #include "drx/export/stablehlo.h"

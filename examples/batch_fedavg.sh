@@ -32,8 +32,6 @@ run_part() {
   local parts=$1 base=$2 out=$3
   shift 3
   local args=() name dir file
-  # Client work runs as map_fn bodies do inside a program (BLAS on one thread): the same bits.
-  [[ "$base" == *.client_work ]] && args+=(--client)
   while read -r name; do
     file=""
     for dir in "$@"; do

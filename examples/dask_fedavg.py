@@ -25,8 +25,6 @@ import time
 def run_part(drx, parts, base, out, *inputs):
     """drx run PARTS/BASE.drx on NAME.npy inputs (first folder holding each), outputs to OUT."""
     args = [drx, "run", os.path.join(parts, base + ".drx")]
-    if base.endswith(".client_work"):
-        args.append("--client")  # as map_fn bodies run in a program: BLAS on one thread
     with open(os.path.join(parts, base + ".inputs")) as f:
         for name in f.read().split():
             found = [d for d in inputs if os.path.exists(os.path.join(d, name + ".npy"))]

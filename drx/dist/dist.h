@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "drx/array/array.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 
 namespace drx::dist {
 

@@ -262,64 +262,104 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
 }  // namespace
 }  // namespace exec
 
-Executable::Executable(const Program& program, const Mesh& mesh, const CompileOptions& options)
-    : plan_(exec::build(program, mesh, options)) {}
+namespace exec {
+namespace {
 
-Executable compile(const Program& program, const Mesh& mesh, const CompileOptions& options) {
-  return Executable(program, mesh, options);
-}
+// The cpu backend's compiled form: the plan, run by a borrowed workspace per call.
+class CpuProgram final : public CompiledProgram {
+ public:
+  explicit CpuProgram(std::shared_ptr<Plan> plan) : plan_(std::move(plan)) {}
+  const Plan& plan() const { return *plan_; }
 
-const Program& Executable::program() const {
-  if (!plan_) throw Error("Executable: empty (compile a program first)");
-  return plan_->program;
-}
-
-ExecStats Executable::stats() const { return plan_ ? plan_->stats : ExecStats{}; }
-
-void Executable::release_idle_memory() const {
-  if (!plan_) return;
-  // Under the lock, so that no call takes one of these workspaces meanwhile.
-  std::lock_guard<std::mutex> lock(plan_->mu);
-  for (const auto& ws : plan_->spare)
-    for (Array& b : ws->buffers)
-      if (b.nbytes() >= exec::kDiscardBytes) exec::discard_pages(b.raw(), b.nbytes());
-}
-
-std::vector<Array> Executable::run(const std::vector<Array>& args) const {
-  if (!plan_) throw Error("Executable::run: empty (compile a program first)");
-  const exec::Plan& plan = *plan_;
-  const Program& p = plan.program;
-  check_arguments("run", p, args);
-  exec::PoolScope pool_scope;
-  exec::Borrowed ws(plan);
-  exec::Frame f = ws.frame(false);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const int v = p.inputs[i];
-    f.ptr[v] = const_cast<void*>(args[i].raw());
-    f.hold[v] = args[i];
+  std::vector<Array> run(const std::vector<Array>& args) const override {
+    const Plan& plan = *plan_;
+    const Program& p = plan.program;
+    check_arguments("run", p, args);
+    PoolScope pool_scope;
+    Borrowed ws(plan);
+    Frame f = ws.frame(false);
+    for (size_t i = 0; i < args.size(); ++i) {
+      const int v = p.inputs[i];
+      f.ptr[v] = const_cast<void*>(args[i].raw());
+      f.hold[v] = args[i];
+    }
+    run_steps(plan, f);
+    std::vector<Array> results;
+    results.reserve(p.outputs.size());
+    for (int v : p.outputs) results.push_back(f.array(v));
+    return results;
   }
-  exec::run_steps(plan, f);
-  std::vector<Array> results;
-  results.reserve(p.outputs.size());
-  for (int v : p.outputs) results.push_back(f.array(v));
-  return results;
-}
 
-void Executable::run_raw(const void* const* ins, void* const* outs) const {
-  const exec::Plan& plan = *plan_;
+  const Program& program() const override { return plan_->program; }
+  ExecStats stats() const override { return plan_->stats; }
+
+  void release_idle_memory() const override {
+    // Under the lock, so that no call takes one of these workspaces meanwhile.
+    std::lock_guard<std::mutex> lock(plan_->mu);
+    for (const auto& ws : plan_->spare)
+      for (Array& b : ws->buffers)
+        if (b.nbytes() >= kDiscardBytes) discard_pages(b.raw(), b.nbytes());
+  }
+
+ private:
+  std::shared_ptr<Plan> plan_;
+};
+
+void run_raw(const Plan& plan, const void* const* ins, void* const* outs) {
   const Program& p = plan.program;
-  exec::PoolScope pool_scope;
-  exec::Borrowed ws(plan);
-  exec::Frame f = ws.frame(true);
+  PoolScope pool_scope;
+  Borrowed ws(plan);
+  Frame f = ws.frame(true);
   for (size_t i = 0; i < p.inputs.size(); ++i) f.ptr[p.inputs[i]] = const_cast<void*>(ins[i]);
   for (size_t k = 0; k < p.outputs.size(); ++k)
     if (plan.output_first[k]) f.ptr[p.outputs[k]] = outs[k];
-  exec::run_steps(plan, f);
+  run_steps(plan, f);
   for (size_t k = 0; k < p.outputs.size(); ++k) {
     const int v = p.outputs[k];
     const size_t nbytes = plan.vars[static_cast<size_t>(v)].nbytes;
     if (f.ptr[v] != outs[k] && nbytes) std::memcpy(outs[k], f.ptr[v], nbytes);
   }
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledProgram> compile_cpu(const Program& program,
+                                                   const CompileOptions& options) {
+  return std::make_shared<const CpuProgram>(build(program, options.mesh, options));
+}
+
+}  // namespace exec
+
+Executable::Executable(const Program& program, const Mesh& mesh, const CompileOptions& options) {
+  CompileOptions on_mesh = options;
+  on_mesh.mesh = mesh;
+  *this = Executable(exec::compile_cpu(program, on_mesh));
+}
+
+Executable::Executable(std::shared_ptr<const CompiledProgram> compiled)
+    : compiled_(std::move(compiled)) {
+  if (auto* cpu = dynamic_cast<const exec::CpuProgram*>(compiled_.get())) plan_ = &cpu->plan();
+}
+
+const Program& Executable::program() const {
+  if (!compiled_) throw Error("Executable: empty (compile a program first)");
+  return compiled_->program();
+}
+
+ExecStats Executable::stats() const { return compiled_ ? compiled_->stats() : ExecStats{}; }
+
+void Executable::release_idle_memory() const {
+  if (compiled_) compiled_->release_idle_memory();
+}
+
+std::vector<Array> Executable::run(const std::vector<Array>& args) const {
+  if (!compiled_) throw Error("Executable::run: empty (compile a program first)");
+  return compiled_->run(args);
+}
+
+void Executable::run_raw(const void* const* ins, void* const* outs) const {
+  if (!plan_) throw Error("Executable::run_raw: only the cpu backend runs on raw buffers");
+  exec::run_raw(*plan_, ins, outs);
 }
 
 }  // namespace drx

@@ -34,7 +34,7 @@ void Sharding::run(int64_t clients,
     shard(0);
     return;
   }
-  ThreadPool& pool = axis_.empty() ? global_pool() : mesh_.device_threads(axis_);
+  ThreadPool& pool = axis_.empty() ? global_pool() : device_pool(mesh_.axis_size(axis_));
   pool.parallel_for(n, shard);
 }
 

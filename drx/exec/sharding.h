@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "drx/core/shard_runner.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 
 namespace drx::exec {
 

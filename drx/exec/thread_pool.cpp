@@ -157,6 +157,15 @@ thread_local ThreadPool* pinned = nullptr;  // this thread's PoolScope's pool
 
 }  // namespace
 
+ThreadPool& device_pool(int devices) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<ThreadPool>& p = pools[devices];
+  if (!p) p = std::make_unique<ThreadPool>(devices);
+  return *p;
+}
+
 ThreadPool& global_pool() {
   if (pinned) return *pinned;
   if (ThreadPool* p = current.load(std::memory_order_acquire)) return *p;

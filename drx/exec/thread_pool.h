@@ -61,6 +61,12 @@ class ThreadPool {
 // Pools are kept, one per size asked for, so a reference stays valid after set_num_threads.
 ThreadPool& global_pool();
 
+// The worker threads of a mesh axis of `devices` devices. The CPU executor keeps one pool per
+// size, never destroyed before exit; meshes of one size share it (concurrent calls share a
+// pool's workers, each caller working on its own tasks too), so the logical Mesh holds no
+// threads.
+ThreadPool& device_pool(int devices);
+
 // One compiled program's call: global_pool() on this thread stays what it was at the call's
 // start, so that what a kernel sized by the thread count (shards, their accumulators) matches
 // the pool that runs it, whatever set_num_threads does meanwhile. Nested scopes keep the

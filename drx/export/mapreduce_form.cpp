@@ -20,6 +20,7 @@
 #include "drx/array/error.h"
 #include "drx/core/primitive.h"
 #include "drx/export/mapreduce_analysis.h"
+#include "drx/mapreduce/map_fn_params.h"
 #include "drx/mapreduce/primitives.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/simplify.h"
@@ -129,7 +130,7 @@ class ClientWork {
     for (int v : e.ins) ins.push_back(row(v));
     std::vector<int> outs;
     if (e.prim == &prims::map_fn()) {
-      outs = inline_body(e.params.get_program("body", "map_fn"), ins);
+      outs = inline_body(*MapFnParams::of(e).body, ins);
     } else {
       outs = append(b_.part.program, *e.prim, *per_client_params(e, a_.p), ins);
     }
@@ -308,7 +309,7 @@ MapReduceForm mapreduce_form(const Program& program) {
                 exports[static_cast<size_t>(t)].end());
     const std::set<int> state = state_reads(a, want, t);
     for (int v : state) exports[static_cast<size_t>(a.stage[static_cast<size_t>(v)])].insert(v);
-    PartBuilder b(a, true, "stage" + std::to_string(t) + "_client_work");
+    PartBuilder b(a, true, client_work_name(t));
     ClientWork work(a, b, stage, state);
     for (size_t i = 0; i < p.eqns.size(); ++i) {
       const Eqn& e = p.eqns[i];

@@ -103,6 +103,14 @@ class StreamingAggregate {
   StreamingReduce main_, weights_;
 };
 
+// The name the form gives stage `stage`'s client work ("stage0_client_work"),
+// and whether `p` bears such a name. Such a program is one client's work:
+// compiled as the map_fn body it was cut from (CompileOptions::map_body), it
+// gives bitwise what the whole program computes for that client. `drx run`
+// compiles it so on its own.
+std::string client_work_name(int stage);
+bool is_client_work(const Program& p);
+
 // Row i of a: client i's value of an array placed at (or laid out over) the
 // clients.
 Array client_row(const Array& a, int64_t i);

@@ -127,6 +127,18 @@ Array StreamingAggregate::finish() const {
   return total;
 }
 
+std::string client_work_name(int stage) { return "stage" + std::to_string(stage) + "_client_work"; }
+
+bool is_client_work(const Program& p) {
+  const std::string prefix = "stage", suffix = "_client_work";
+  if (p.name.size() <= prefix.size() + suffix.size() || !p.name.starts_with(prefix) ||
+      !p.name.ends_with(suffix))
+    return false;
+  const std::string digits =
+      p.name.substr(prefix.size(), p.name.size() - prefix.size() - suffix.size());
+  return digits.find_first_not_of("0123456789") == std::string::npos;
+}
+
 std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vector<Array>& inputs) {
   if (inputs.size() != form.inputs.size())
     throw Error("run_mapreduce_form: " + std::to_string(inputs.size()) + " inputs, expected " +
@@ -141,7 +153,7 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
   auto run_part = [&](const Part& part, auto&& get) {
     std::vector<Array> args;
     for (const std::string& name : part.inputs) args.push_back(get(name));
-    return compile(part.program).run(args);
+    return compile(part.program, CompileOptions{}).run(args);
   };
   auto from_server = [&](const std::string& name) -> Array {
     auto it = server.find(name);
@@ -155,7 +167,7 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
     // Compiled as the map_fn body it was cut from, so its products take a map body's path.
     CompileOptions as_map_body;
     as_map_body.map_body = true;
-    const Executable work = compile(stage.client_work.program, Mesh(), as_map_body);
+    const Executable work = compile(stage.client_work.program, as_map_body);
     std::vector<StreamingAggregate> folds;
     for (const AggregationSpec& spec : stage.aggregations)
       folds.emplace_back(spec, form.types.at(spec.client_value),

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "drx/core/lowering.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 
 namespace drx {
 

@@ -5,7 +5,7 @@
 // reads back with drx::from_stablehlo (drx/stablehlo/import.h).
 #include <string>
 
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "drx/ir/program.h"
 
 namespace drx {

@@ -1,9 +1,11 @@
 #include "drx/jit/jit.h"
 
+#include <thread>
+
 #include "drx/core/primitive.h"
 #include "drx/core/process_group.h"
 #include "drx/core/program_text.h"
-#include "drx/exec/executable.h"
+#include "drx/core/trace.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
@@ -26,7 +28,45 @@ std::string hex(uint64_t v) {
   return s;
 }
 
+std::mutex hook_mu;
+JitWaitHook& wait_hook() {
+  static JitWaitHook hook;
+  return hook;
+}
+
+bool holds_values(const Tree& t) {
+  for (const Tree& leaf : tree_leaves(t))
+    if (leaf.kind() == Tree::Kind::value) return true;
+  return false;
+}
+
 }  // namespace
+
+void set_jit_wait_hook(JitWaitHook hook) {
+  std::lock_guard<std::mutex> lock(hook_mu);
+  wait_hook() = std::move(hook);
+}
+
+struct JitCache::Entry {
+  Program program;  // compiled: simplified; inlined: as traced
+  Tree out_structure;
+  Executable executable;  // calls on Arrays only
+  std::string signature;  // fingerprints of the key and the program, compared across processes
+  Values captured;        // inlined only: enclosing-trace Values of the trailing inputs
+  bool reusable = true;   // false when it captured Values of the trace it was made in
+};
+
+// A signature's place in the cache: being traced by `tracer`, then done (with
+// its entry, or the error its trace threw).
+struct JitCache::Slot {
+  std::thread::id tracer;
+  bool done = false;
+  std::shared_ptr<const Entry> entry;
+  std::exception_ptr error;
+};
+
+JitCache::JitCache(TreeFn fn, JitOptions options)
+    : fn_(std::move(fn)), options_(std::move(options)) {}
 
 const Program& JitCache::last_program() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -44,7 +84,69 @@ size_t JitCache::cache_size() const {
   return entries_.size();
 }
 
+std::shared_ptr<const JitCache::Entry> JitCache::entry_for(
+    const std::string& key, const std::function<std::shared_ptr<Entry>()>& make) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (auto it = entries_.find(key); it != entries_.end(); it = entries_.find(key)) {
+    const std::shared_ptr<Slot> slot = it->second;
+    if (slot->done) return slot->entry;
+    if (slot->tracer == std::this_thread::get_id())
+      throw Error("jit: the function calls itself on the argument types it is being traced for (" +
+                  key +
+                  "); a jitted function cannot enter its own trace: recurse with fori_loop, "
+                  "while_loop or scan, or on other argument types");
+    lock.unlock();
+    const std::function<void()> wait = [&] {
+      std::unique_lock<std::mutex> relock(mutex_);
+      traced_.wait(relock, [&] { return slot->done; });
+    };
+    JitWaitHook hook;
+    {
+      std::lock_guard<std::mutex> hook_lock(hook_mu);
+      hook = wait_hook();
+    }
+    if (hook)
+      hook(wait);
+    else
+      wait();
+    lock.lock();
+    if (!slot->done)
+      throw Error("jit: the wait hook returned before the trace it waited for ended (" + key +
+                  "); a JitWaitHook must call the wait it is given");
+    if (slot->error) std::rethrow_exception(slot->error);
+    // Done without a reusable entry: trace again, here.
+  }
+  auto slot = std::make_shared<Slot>();
+  slot->tracer = std::this_thread::get_id();
+  entries_.emplace(key, slot);
+  ++trace_count_;
+  lock.unlock();
+  std::shared_ptr<Entry> entry;
+  try {
+    entry = make();
+  } catch (...) {
+    lock.lock();
+    slot->error = std::current_exception();
+    slot->done = true;
+    entries_.erase(key);
+    traced_.notify_all();
+    throw;
+  }
+  lock.lock();
+  slot->done = true;
+  if (entry->reusable)
+    slot->entry = entry;
+  else
+    entries_.erase(key);
+  traced_.notify_all();
+  return entry;
+}
+
 Tree JitCache::call(const std::vector<Tree>& args) {
+  return holds_values(Tree::list(args)) ? call_inline(args) : call_compiled(args);
+}
+
+Tree JitCache::call_compiled(const std::vector<Tree>& args) {
   Tree in = Tree::list(args);
   std::vector<Tree> leaves = tree_leaves(in);
   std::vector<Array> arrays;
@@ -53,43 +155,64 @@ Tree JitCache::call(const std::vector<Tree>& args) {
     arrays.push_back(l.array());
     key += ";" + std::string(dtype_name(arrays.back().dtype())) + shape_str(arrays.back().shape());
   }
-  const Mesh mesh = mesh_ ? *mesh_ : current_mesh();
+  const Mesh mesh = options_.mesh ? *options_.mesh : current_mesh();
   // What every process of the mesh must agree on (check_same) names the mesh
   // by its text; the cache key also tells process groups apart.
   const std::string shared_key = key + "|mesh" + mesh.str();
   key += "|mesh" + mesh.key();
-  std::unique_lock<std::mutex> lock(mutex_);
-  const Entry* entry = nullptr;
-  if (auto it = entries_.find(key); it != entries_.end()) entry = &it->second;
-  if (!entry) {
-    ++trace_count_;
+  std::shared_ptr<const Entry> entry = entry_for(key, [&] {
     std::vector<Type> types;
     for (const Array& a : arrays) types.emplace_back(a.dtype(), a.shape());
     TracedFn t = trace_tree_fn(fn_, args, types, "jit");
-    Program p = std::move(t.program);
     // Only a mesh given to jit itself: an ambient MeshScope simply does not
     // apply to a program without its placements.
-    if (mesh_) check_mesh_names_placements(p, *mesh_, "jit");
-    Tree out = std::move(t.out_structure);
-    Program simplified = simplify(p);
-    auto executable = std::make_shared<const Executable>(simplified, mesh);
-    const std::string signature =
-        hex(fingerprint(shared_key)) + hex(fingerprint(to_string(simplified)));
-    entry =
-        &entries_
-             .emplace(key, Entry{key, std::move(simplified), out, std::move(executable), signature})
-             .first->second;
+    if (options_.mesh) check_mesh_names_placements(t.program, *options_.mesh, "jit");
+    auto made = std::make_shared<Entry>();
+    made->program = simplify(t.program);
+    made->out_structure = std::move(t.out_structure);
+    CompileOptions options;
+    options.mesh = mesh;
+    options.backend = options_.backend;
+    options.precision = options_.precision;
+    made->executable = compile(made->program, options);
+    made->signature = hex(fingerprint(shared_key)) + hex(fingerprint(to_string(made->program)));
+    return made;
+  });
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_ = entry;
   }
-  last_ = entry;
-  lock.unlock();
   // Every process must run the same program on the same global argument
   // types, or their collectives would pair up wrongly; checked every call, as
   // a process may meet a new signature while the others reuse a cached one.
   if (const ProcessGroup* group = mesh.process_group())
     group->check_same("the jitted program and its argument types", entry->signature);
-  std::vector<Array> results = entry->executable->run(arrays);
+  std::vector<Array> results = entry->executable.run(arrays);
   std::vector<Tree> out_leaves(results.begin(), results.end());
   return tree_unflatten(entry->out_structure, out_leaves);
+}
+
+Tree JitCache::call_inline(const std::vector<Tree>& args) {
+  const Tree in = Tree::list(args);
+  const Values values = leaf_values(in);  // Array leaves become constants of the trace
+  std::vector<Type> types;
+  std::string key = "traced:" + in.structure();
+  for (const Value& v : values) {
+    types.push_back(v.type());
+    key += ";" + v.type().str();
+  }
+  std::shared_ptr<const Entry> entry = entry_for(key, [&] {
+    TracedFn t = trace_tree_fn(fn_, args, types, "jit");
+    auto made = std::make_shared<Entry>();
+    made->program = std::move(t.program);
+    made->out_structure = std::move(t.out_structure);
+    made->captured = std::move(t.captured);
+    made->reusable = made->captured.empty();
+    return made;
+  });
+  Values operands = values;
+  operands.insert(operands.end(), entry->captured.begin(), entry->captured.end());
+  return unflatten_values(entry->out_structure, inline_program(entry->program, operands));
 }
 
 }  // namespace drx

@@ -1,4 +1,6 @@
 #pragma once
+#include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -8,61 +10,96 @@
 #include <unordered_map>
 #include <vector>
 
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
+#include "drx/exec/executable.h"
 #include "drx/ir/program.h"
 #include "drx/trace/function.h"
 #include "drx/trace/program_of.h"
 
 namespace drx {
 
-class Executable;
+// How jit compiles: the compile() options it passes, and the mesh.
+struct JitOptions {
+  // Placements named after its axes are split across its devices; without
+  // one, each call runs on current_mesh().
+  std::optional<Mesh> mesh;
+  std::string backend = "cpu";
+  Precision precision = Precision::highest;
+};
 
-// The compile cache behind jit: one compiled program per input signature and
-// mesh. Without a mesh of its own, a call runs on current_mesh(). Safe to call
-// from several threads at once: a signature is traced and compiled once (the
-// first caller does it while others wait), and compiled programs run
-// concurrently, each call in its own workspace.
+// How a jit call waits while another thread traces the same signature: the
+// hook receives the blocking wait and must call it once. An embedding layer
+// that holds a lock of its own across calls (Python's GIL) releases it around
+// the wait, or the tracing thread, needing that lock to run user code, would
+// never finish. Empty (the default): wait plainly. Process-wide.
+using JitWaitHook = std::function<void(const std::function<void()>& wait)>;
+void set_jit_wait_hook(JitWaitHook hook);
+
+// The compile cache behind jit: one traced program per input signature, and
+// for calls on Arrays one compiled program per signature and mesh.
+//
+// Called on Arrays, it runs the compiled program. Called on traced Values
+// (inside grad, vmap, map_fn or another function being traced), it inlines
+// its program into that trace, as JAX does, so jit composes with every
+// transformation.
+//
+// Safe to call from several threads at once. User code is traced and
+// compiled outside the cache's lock: each signature is traced once, by the
+// first caller, while later callers of that signature wait (through the
+// JitWaitHook) and callers of other signatures proceed. A trace that fails
+// wakes its waiters with its error and leaves no entry, so the next call
+// retries; a trace that calls the function again on its own signature (on
+// its own thread) is a drx::Error, not a deadlock.
 class JitCache {
  public:
-  explicit JitCache(TreeFn fn, std::optional<Mesh> mesh = std::nullopt)
-      : fn_(std::move(fn)), mesh_(std::move(mesh)) {}
-  // Arguments and result as trees of Arrays.
+  explicit JitCache(TreeFn fn, JitOptions options = {});
+  // Arguments and result as trees of Arrays, or of Values inside a trace.
   Tree call(const std::vector<Tree>& args);
+  // Traces of user code so far (one per signature, unless a trace failed or
+  // captured values of an enclosing trace, which cannot be reused).
   int trace_count() const;
   size_t cache_size() const;
-  // The compiled program for the most recent call (for inspection).
+  // The compiled program for the most recent call on Arrays (for inspection).
   const Program& last_program() const;
 
  private:
-  struct Entry {
-    std::string key;
-    Program program;
-    Tree out_structure;
-    std::shared_ptr<const Executable> executable;  // program, compiled (drx/exec)
-    std::string signature;  // fingerprints of the key and the program, compared across processes
-  };
+  struct Entry;
+  struct Slot;
+  Tree call_compiled(const std::vector<Tree>& args);
+  Tree call_inline(const std::vector<Tree>& args);
+  // The entry for `key`, made by `make` on this thread if no other thread is
+  // making it; `make` runs without the lock.
+  std::shared_ptr<const Entry> entry_for(const std::string& key,
+                                         const std::function<std::shared_ptr<Entry>()>& make);
+
   TreeFn fn_;
-  std::optional<Mesh> mesh_;
-  // Guards entries_, last_ and trace_count_. Entries are never removed and
-  // unordered_map nodes do not move, so an Entry found under the lock can be
-  // used after it is released.
+  JitOptions options_;
+  // Guards entries_, last_ and trace_count_; signalled when a trace ends.
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, Entry> entries_;
-  const Entry* last_ = nullptr;
+  std::condition_variable traced_;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> entries_;
+  std::shared_ptr<const Entry> last_;
   int trace_count_ = 0;
 };
 
-// A compiled function over concrete Arrays (Value -> Array, std::vector<Value>
-// -> std::vector<Array>, Tree -> Tree of Arrays).
+// A compiled function: on concrete Arrays (Value -> Array, std::vector<Value>
+// -> std::vector<Array>, Tree -> Tree of Arrays) it runs the compiled program;
+// on traced Values it inlines its program (so grad(jit(f)) and vmap(jit(f))
+// work as in JAX).
 template <class Sig>
 class Jitted;
 template <class R, class... A>
 class Jitted<R(A...)> {
  public:
-  explicit Jitted(TreeFn fn, std::optional<Mesh> mesh = std::nullopt)
-      : cache_(std::make_shared<JitCache>(std::move(fn), std::move(mesh))) {}
+  explicit Jitted(TreeFn fn, JitOptions options = {})
+      : cache_(std::make_shared<JitCache>(std::move(fn), std::move(options))) {}
   concrete_t<R> operator()(const concrete_t<A>&... args) const {
     return from_tree<concrete_t<R>>(cache_->call({to_tree(args)...}));
+  }
+  // On traced Values (a signature over Trees takes the overload above, which
+  // inlines as well when the trees hold Values).
+  R operator()(const A&... args) const requires(!(std::is_same_v<A, concrete_t<A>> && ...)) {
+    return from_tree<R>(cache_->call({to_tree(args)...}));
   }
   // Dynamic form: the number of arguments is checked at run time.
   Tree call(const std::vector<Tree>& args) const {
@@ -77,30 +114,39 @@ class Jitted<R(A...)> {
   std::shared_ptr<JitCache> cache_;
 };
 
+// A jitted function is a function of Values too: transformations take it as
+// they take f (its two call operators hide the signature from Signature<F>).
+template <class R, class... A>
+struct Signature<Jitted<R(A...)>> : SignatureOf<R, A...> {};
+template <class R, class... A>
+TreeFn erase(const Jitted<R(A...)>& f) {
+  return [f](const std::vector<Tree>& args) { return f.call(args); };
+}
+
 namespace detail {
 template <class R, class... A>
 using JittedOf = Jitted<R(A...)>;
 }  // namespace detail
 
 template <class F>
-auto jit(F f) {
+auto jit(F f, JitOptions options) {
   using S = Signature<F>;
   using J = typename S::template apply<detail::JittedOf>;
-  return J(erase(std::move(f)));
+  return J(erase(std::move(f)), std::move(options));
+}
+template <class F>
+auto jit(F f) {
+  return jit(std::move(f), JitOptions{});
 }
 // Compiled for `mesh`: placements named after its axes are split across its devices.
 template <class F>
 auto jit(F f, const Mesh& mesh) {
-  using S = Signature<F>;
-  using J = typename S::template apply<detail::JittedOf>;
-  return J(erase(std::move(f)), mesh);
+  return jit(std::move(f), JitOptions{mesh});
 }
 // Compiled for `mesh` where one is given, else as jit(f).
 template <class F>
 auto jit(F f, const std::optional<Mesh>& mesh) {
-  using S = Signature<F>;
-  using J = typename S::template apply<detail::JittedOf>;
-  return J(erase(std::move(f)), mesh);
+  return jit(std::move(f), JitOptions{mesh});
 }
 
 }  // namespace drx

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "drx/drx.h"
+#include "drx/export/mapreduce_form.h"
 #include "drx/stablehlo/test_suite.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
@@ -64,13 +65,15 @@ Array parse_input(const std::string& text, const Type& type, size_t index) {
 }
 
 // What jit does with a traced program, so the results are bitwise those of
-// drx::jit on the function the program was traced from. A client's work is compiled as map_fn
-// bodies are, so its results are bitwise those the client computes inside the whole program.
-std::vector<Array> run_compiled(const Program& p, const std::vector<Array>& inputs,
-                                bool client = false) {
+// drx::jit on the function the program was traced from. A client's work (a part of drx split)
+// is compiled as map_fn bodies are, so its results are bitwise those the client computes inside
+// the whole program.
+std::vector<Array> run_compiled(const Program& p, const std::vector<Array>& inputs) {
   CompileOptions options;
-  options.map_body = client;
-  return compile(simplify(p), current_mesh(), options).run(inputs);
+  options.mesh = current_mesh();
+  options.simplify = true;
+  options.map_body = is_client_work(p);
+  return compile(p, options).run(inputs);
 }
 
 std::string types_list(const std::vector<Type>& types) {
@@ -85,7 +88,7 @@ struct RunFlags {
   std::vector<std::string> outs;  // none, or one .npy path per program output
   bool print = false;
   bool interpret = false;
-  bool client = false;  // compile as a map_fn body: each product one BLAS call
+  bool client = false;  // deprecated: a client's work is recognised by its name
 };
 
 RunFlags parse_run_flags(const Args& args) {
@@ -248,8 +251,11 @@ int run_test_suite(const RunFlags& flags, const std::string& text, std::ostream&
 
 }  // namespace
 
-int run_command(const Args& args, std::ostream& out, std::ostream&) {
+int run_command(const Args& args, std::ostream& out, std::ostream& err) {
   const RunFlags flags = parse_run_flags(args);
+  if (flags.client)
+    err << "drx run: --client is deprecated and does nothing: a client's work "
+           "(stageN_client_work) always runs as it runs inside its program\n";
   if (names_mlir_file(*flags.file)) {
     const std::string text = read_text(*flags.file, "run");
     if (is_test_suite_file(text)) return run_test_suite(flags, text, out);
@@ -260,8 +266,7 @@ int run_command(const Args& args, std::ostream& out, std::ostream&) {
   const std::vector<Array> inputs = parse_inputs(flags, p);
 
   if (flags.print) out << to_string(r.shown);
-  std::vector<Array> outputs =
-      flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs, flags.client);
+  std::vector<Array> outputs = flags.interpret ? drx::run(p, inputs) : run_compiled(p, inputs);
   emit_results(flags, outputs, r.module.num_results, out);
   apply_checks(flags, r.module, outputs, out);
   return 0;

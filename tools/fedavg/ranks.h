@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "drx/array/array.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "tools/fedavg/options.h"
 
 namespace drx::tool::fedavg {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "drx/exec/thread_pool.h"
 
 namespace drx::tool {

@@ -17,7 +17,7 @@
 #include <utility>
 
 #include "drx/data/data.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "drx/exec/thread_pool.h"
 #include "drx/jit/jit.h"
 #include "drx/nn/nn.h"

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "drx/data/data.h"
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 #include "drx/exec/thread_pool.h"
 #include "drx/jit/jit.h"
 #include "drx/nn/transformer.h"

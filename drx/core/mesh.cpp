@@ -1,13 +1,11 @@
-#include "drx/exec/mesh.h"
+#include "drx/core/mesh.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <mutex>
 
 #include "drx/array/error.h"
 #include "drx/core/process_group.h"
-#include "drx/exec/thread_pool.h"
 #include "drx/ir/program.h"
 
 namespace drx {
@@ -16,8 +14,6 @@ struct Mesh::State {
   std::vector<Axis> axes;
   std::string process_axis;
   std::shared_ptr<const ProcessGroup> group;
-  std::mutex mu;
-  std::map<std::string, std::unique_ptr<exec::ThreadPool>> threads;
 };
 
 Mesh::Mesh() : state_(std::make_shared<State>()) {}
@@ -102,13 +98,6 @@ Mesh Mesh::global() const {
   for (Axis& a : axes)
     if (a.first == state_->process_axis) a.second *= state_->group->size();
   return Mesh(std::move(axes));
-}
-
-exec::ThreadPool& Mesh::device_threads(const std::string& axis) const {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::unique_ptr<exec::ThreadPool>& pool = state_->threads[axis];
-  if (!pool) pool = std::make_unique<exec::ThreadPool>(axis_size(axis));
-  return *pool;
 }
 
 namespace {
