@@ -9,6 +9,8 @@
 #include <variant>
 
 #include "drx/drx.h"
+#include "drx/transforms/loops.h"
+#include "drx/transforms/scan_params.h"
 
 namespace drx::fuzz {
 
@@ -44,11 +46,11 @@ inline int64_t program_cost(const Program& p, const CostLimits& l, int depth = 0
   for (const Eqn& e : p.eqns) {
     if (e.prim == &prims::while_loop()) return -1;
     int64_t reps = 1;
-    if (e.params.has("length"))
-      if (const auto* n = std::get_if<int64_t>(&e.params.at("length", e.prim->name()))) {
-        if (*n < 0 || *n > l.max_cost) return -1;
-        reps = std::max<int64_t>(reps, *n);
-      }
+    if (e.prim == &prims::scan()) {
+      const int64_t n = ScanParams::of(e).length;  // verified, so it reads
+      if (n > l.max_cost) return -1;
+      reps = std::max<int64_t>(reps, n);
+    }
     for (int v : e.ins) {
       const Type& t = p.type_of(v);
       total += capped_elements(t.shape, l);

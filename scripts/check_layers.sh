@@ -39,7 +39,14 @@ for dir in drx/*/; do
     fi
   done < <(grep -HE '^#include "drx/[a-z_]+/' "$dir"*.h "$dir"*.cpp 2>/dev/null || true)
 done
+# The README's layout table lists the layers in this order too (its rows of drx/ folders).
+readme=$(grep -oE '^\| `drx/[a-z_]+/`' README.md | sed -E 's/.*drx\/([a-z_]+)\/.*/\1/' | tr '\n' ' ')
+if [[ "$readme" != "${LAYERS[*]} " ]]; then
+  echo "check_layers: README.md's layout table lists the layers as: $readme" >&2
+  echo "check_layers: expected (this script's order):          ${LAYERS[*]}" >&2
+  status=1
+fi
 if [[ "$status" -eq 0 ]]; then
-  echo "check_layers: $checked include lines, every one points down the layer order"
+  echo "check_layers: $checked include lines, every one points down the layer order; README.md's table lists the layers in that order"
 fi
 exit "$status"

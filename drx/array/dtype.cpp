@@ -1,120 +1,73 @@
 #include "drx/array/dtype.h"
 
+#include <algorithm>
+
 #include "drx/array/error.h"
 
 namespace drx {
 
-std::string_view dtype_name(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
-    case DType::bool_:
-      return "bool";
-    case DType::u32:
-      return "u32";
-    case DType::u8:
-      return "u8";
-    case DType::i8:
-      return "i8";
-    case DType::i16:
-      return "i16";
-    case DType::u16:
-      return "u16";
-    case DType::u64:
-      return "u64";
-    case DType::bf16:
-      return "bf16";
-    case DType::f16:
-      return "f16";
-    case DType::i2:
-      return "i2";
-    case DType::i4:
-      return "i4";
-    case DType::u2:
-      return "u2";
-    case DType::u4:
-      return "u4";
-  }
-  return "?";
+namespace {
+// A DType read from a file or a cast may hold a value outside the enumeration.
+bool known(DType d) { return static_cast<size_t>(d) < kNumDTypes; }
+}  // namespace
+
+std::string_view dtype_name(DType d) { return known(d) ? dtype_info(d).name : "?"; }
+
+std::string dtype_names() {
+  // Floats in table order, then the integers by signedness and width, then bool.
+  std::vector<DTypeInfo> rows(kDTypeTable.begin(), kDTypeTable.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const DTypeInfo& a, const DTypeInfo& b) {
+    auto rank = [](const DTypeInfo& r) {
+      return r.category == DTypeCategory::floating     ? 0
+             : r.category == DTypeCategory::boolean    ? 3
+             : r.category == DTypeCategory::signed_int ? 1
+                                                       : 2;
+    };
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    return rank(a) == 0 ? false : a.bits < b.bits;
+  });
+  std::string names;
+  for (size_t i = 0; i < rows.size(); ++i)
+    names += std::string(i == 0                 ? ""
+                         : i + 1 == rows.size() ? " or "
+                                                : ", ") +
+             std::string(rows[i].name);
+  return names;
 }
 
 DType dtype_from_name(std::string_view name) {
-  for (DType d : kAllDTypes)
-    if (dtype_name(d) == name) return d;
-  throw ParseError(
-      "unknown dtype '" + std::string(name) +
-      "' (expected f32, f64, bf16, f16, i2, i4, i8, i16, i32, i64, u2, u4, u8, u16, u32, u64 "
-      "or bool)");
+  for (const DTypeInfo& r : kDTypeTable)
+    if (r.name == name) return r.dtype;
+  throw ParseError("unknown dtype '" + std::string(name) + "' (expected " + dtype_names() + ")");
 }
 
-size_t dtype_size(DType d) {
-  switch (d) {
-    case DType::f32:
-    case DType::i32:
-    case DType::u32:
-      return 4;
-    case DType::f64:
-    case DType::i64:
-    case DType::u64:
-      return 8;
-    case DType::i16:
-    case DType::u16:
-    case DType::bf16:
-    case DType::f16:
-      return 2;
-    case DType::bool_:
-    case DType::u8:
-    case DType::i8:
-    case DType::i2:
-    case DType::i4:
-    case DType::u2:
-    case DType::u4:
-      return 1;
-  }
-  return 1;
-}
+size_t dtype_size(DType d) { return known(d) ? dtype_info(d).size : 1; }
 
-bool is_floating(DType d) {
-  return d == DType::f32 || d == DType::f64 || d == DType::bf16 || d == DType::f16;
-}
+bool is_floating(DType d) { return known(d) && dtype_info(d).category == DTypeCategory::floating; }
 
 void throw_no_storage_type(DType d) {
   throw Error("internal: a kernel was handed " + std::string(dtype_name(d)) +
               ", which has no C++ arithmetic type (Primitive::evaluate computes it in " +
               std::string(dtype_name(compute_dtype(d))) + ")");
 }
-bool is_integer(DType d) { return d != DType::bool_ && !is_floating(d); }
+
+bool is_integer(DType d) {
+  if (!known(d)) return false;
+  const DTypeCategory c = dtype_info(d).category;
+  return c == DTypeCategory::signed_int || c == DTypeCategory::unsigned_int;
+}
+
 bool is_unsigned(DType d) {
-  return d == DType::u32 || d == DType::u8 || d == DType::u16 || d == DType::u64 ||
-         d == DType::u2 || d == DType::u4;
+  return known(d) && dtype_info(d).category == DTypeCategory::unsigned_int;
 }
 
-bool is_narrow_integer(DType d) {
-  return d == DType::i2 || d == DType::i4 || d == DType::u2 || d == DType::u4;
-}
+bool is_narrow_integer(DType d) { return is_integer(d) && dtype_info(d).bits < 8; }
 
-int integer_bits(DType d) {
-  if (d == DType::i2 || d == DType::u2) return 2;
-  if (d == DType::i4 || d == DType::u4) return 4;
-  return static_cast<int>(dtype_size(d)) * 8;
-}
+int integer_bits(DType d) { return known(d) ? dtype_info(d).bits : 8; }
 
-bool is_storage_format(DType d) {
-  return d == DType::bf16 || d == DType::f16 || is_narrow_integer(d);
-}
+bool is_storage_format(DType d) { return known(d) && dtype_info(d).storage_format; }
 
-DType compute_dtype(DType d) {
-  if (d == DType::bf16 || d == DType::f16) return DType::f32;
-  if (d == DType::i2 || d == DType::i4) return DType::i8;
-  if (d == DType::u2 || d == DType::u4) return DType::u8;
-  return d;
-}
+DType compute_dtype(DType d) { return known(d) ? dtype_info(d).compute : d; }
 
 int64_t num_elements(const Shape& s) {
   // A zero dimension makes the count 0 whatever the others, even where their product would

@@ -21,43 +21,9 @@ std::string StableHloEmitter::splat(double value, DType d, const Shape& shape) {
 }
 
 std::string mlir_element_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::bf16:
-      return "bf16";
-    case DType::f16:
-      return "f16";
-    case DType::bool_:
-      return "i1";
-    case DType::i8:
-      return "i8";
-    case DType::i16:
-      return "i16";
-    case DType::i32:
-      return "i32";
-    case DType::i64:
-      return "i64";
-    case DType::u8:
-      return "ui8";
-    case DType::u16:
-      return "ui16";
-    case DType::u32:
-      return "ui32";
-    case DType::u64:
-      return "ui64";
-    case DType::i2:
-      return "i2";
-    case DType::i4:
-      return "i4";
-    case DType::u2:
-      return "ui2";
-    case DType::u4:
-      return "ui4";
-  }
-  throw Error("stablehlo: no element type for dtype " + std::string(dtype_name(d)));
+  if (static_cast<size_t>(d) >= kNumDTypes)
+    throw Error("stablehlo: no element type for dtype " + std::string(dtype_name(d)));
+  return std::string(dtype_info(d).mlir_name);
 }
 
 std::string mlir_type(const Type& t) {

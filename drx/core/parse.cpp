@@ -430,7 +430,7 @@ class Parser {
         next();
         return d;
       }
-    fail_at(t, "unknown dtype " + describe(t) + " (expected f32, f64, i32, i64, u32, u8 or bool)");
+    fail_at(t, "unknown dtype " + describe(t) + " (expected " + dtype_names() + ")");
   }
 
   Shape parse_dims(const std::string& context) {

@@ -41,13 +41,16 @@ class ScalarKernel {
   // Comparisons: any operand dtype, bool (uint8) results.
   bool predicate() const { return predicate_; }
   // (bf16 and f16 have no loops: they are computed in f32.)
-  bool covers(DType d) const { return index(d) < kDTypes && loops_[index(d)][1][1] != nullptr; }
+  bool covers(DType d) const {
+    const int i = kernel_dtype_index(d);
+    return i >= 0 && loops_[i][1][1] != nullptr;
+  }
 
   // The loop for operands of type T read in full (true) or as scalars; null
   // for a dtype the kernel does not cover.
   template <class T, class Out = T>
   BlockLoop<T, Out> loop(bool a_full, bool b_full) const {
-    return reinterpret_cast<BlockLoop<T, Out>>(loops_[index(dtype_of<T>())][a_full][b_full]);
+    return reinterpret_cast<BlockLoop<T, Out>>(loops_[index<T>()][a_full][b_full]);
   }
 
   // Loops of a unary function object F over the float dtypes.
@@ -116,17 +119,17 @@ class ScalarKernel {
 
  private:
   using Erased = void (*)();
-  static constexpr int kDTypes = 11;
   ScalarKernel(int arity, bool predicate) : arity_(arity), predicate_(predicate) {}
 
-  static int index(DType d) { return static_cast<int>(d); }
-  // The dtype whose kernel storage type is T (uint8_t is bool's).
-  template <class T>
-  static constexpr DType dtype_of() {
-    if constexpr (std::is_same_v<T, uint8_t>)
-      return DType::bool_;
-    else
-      return drx::dtype_of<T>;
+  // The kernel-dtype index of the dtype whose storage type is T (uint8_t is bool's, char8_t u8's).
+  template <class T, size_t I = 0>
+  static constexpr int index() {
+    if constexpr (std::is_same_v<storage_t<static_cast<DType>(I)>, T>)
+      return kernel_dtype_index(static_cast<DType>(I));
+    else {
+      static_assert(I + 1 < kNumDTypes, "ScalarKernel: T is no dtype's storage type");
+      return index<T, I + 1>();
+    }
   }
 
   template <class T, class Out>
@@ -136,8 +139,7 @@ class ScalarKernel {
   template <class T, class Out>
   void set(const Loops<T, Out>& l) {
     for (int a = 0; a < 2; ++a)
-      for (int b = 0; b < 2; ++b)
-        loops_[index(dtype_of<T>())][a][b] = reinterpret_cast<Erased>(l.at[a][b]);
+      for (int b = 0; b < 2; ++b) loops_[index<T>()][a][b] = reinterpret_cast<Erased>(l.at[a][b]);
   }
 
   // Each loop is compiled for AVX2 as well as for baseline x86-64 and the CPU picks (the
@@ -164,7 +166,7 @@ class ScalarKernel {
 
   int arity_;
   bool predicate_;
-  Erased loops_[kDTypes][2][2] = {};
+  Erased loops_[kNumKernelDTypes][2][2] = {};
 };
 
 }  // namespace drx

@@ -218,6 +218,11 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       c.view_offset = spec->view_offset;
     } else {
       refuse_fallback_across_processes(e, p, mesh);
+      // Its parameters are read when it runs: check them now (a structured primitive's typed
+      // view throws for a missing or mistyped key), so a malformed program fails at compile.
+      std::vector<Type> in_types;
+      for (int v : e.ins) in_types.push_back(p.type_of(v));
+      (void)e.prim->infer(in_types, e.params);
       kernels[i] = fallback_kernel(e);
       c.fallback = true;
       c.reads = e.ins;

@@ -47,12 +47,11 @@ Layout merged(const Shape& shape, const std::vector<int64_t>& stride, int64_t of
 // broadcast over a placement; nullopt otherwise.
 std::optional<Layout> broadcast_layout(const Eqn& e, const CompileContext& cx);
 
-// The sub-program parameter `key`, or nullptr when absent or of another kind.
-inline const Program* param_program(const Eqn& e, const char* key) {
-  if (!e.params.has(key)) return nullptr;
-  const auto* p = std::get_if<std::shared_ptr<const Program>>(&e.params.at(key, e.prim->name()));
-  return p ? p->get() : nullptr;
-}
+// Primitives with sub-programs (scan, while_loop, cond, map_fn) and
+// dot_general read their parameters through their typed views
+// (ScanParams::of, ...), which throw for a missing key instead of returning
+// "absent" as these do.
+
 // The integer parameter `key`, or nullopt when absent or of another kind.
 inline std::optional<int64_t> param_int(const Eqn& e, const char* key) {
   if (!e.params.has(key)) return std::nullopt;

@@ -4,6 +4,7 @@
 
 #include "drx/exec/kernels.h"
 #include "drx/transforms/cond.h"
+#include "drx/transforms/cond_params.h"
 
 namespace drx::exec {
 namespace {
@@ -31,13 +32,11 @@ class CondKernel : public Kernel {
 };
 
 std::optional<KernelSpec> cond(const Eqn& e, const CompileContext& cx) {
+  // A missing or mistyped branch throws here, at compile, rather than
+  // leaving the equation to the interpreter.
+  const CondParams c = CondParams::of(e);
   Executable b[2];
-  const char* names[2] = {"false_branch", "true_branch"};
-  for (int k = 0; k < 2; ++k) {
-    const Program* body = param_program(e, names[k]);
-    if (!body) return std::nullopt;
-    b[k] = compile(*body, cx.mesh, cx.options);
-  }
+  for (int k = 0; k < 2; ++k) b[k] = compile(c.branch(k == 1), cx.mesh, cx.options);
   return spec<CondKernel>(Alias::none, e, std::move(b[0]), std::move(b[1]));
 }
 

@@ -25,6 +25,7 @@
 #include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
 #include "drx/exec/thread_pool.h"
+#include "drx/ops/dot_general_params.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -138,10 +139,10 @@ int contract_position(const std::vector<int64_t>& c, int64_t batch, int64_t rank
 }
 
 std::optional<Gemm> gemm_layout(const Eqn& e, const Shape& ls, const Shape& rs) {
-  const auto *lc = param_ints(e, "lhs_contracting"), *rc = param_ints(e, "rhs_contracting"),
-             *lb = param_ints(e, "lhs_batch"), *rb = param_ints(e, "rhs_batch");
-  if (!lc || !rc || !lb || !rb || lc->size() != rc->size() || lb->size() != rb->size())
-    return std::nullopt;
+  const DotGeneralParams d = DotGeneralParams::of(e);
+  const auto *lc = &d.lhs_contracting, *rc = &d.rhs_contracting, *lb = &d.lhs_batch,
+             *rb = &d.rhs_batch;
+  if (lc->size() != rc->size() || lb->size() != rb->size()) return std::nullopt;
   const int64_t nb = static_cast<int64_t>(lb->size());
   if (!is_block(*lb, 0) || !is_block(*rb, 0)) return std::nullopt;
   // Contracting pairs in lhs order; rhs must then be in order too.
@@ -225,6 +226,9 @@ std::optional<GemmCall> gemm_of(int v, const CompileContext& cx) {
 }
 
 std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {
+  // Read for every dtype (the gemm path reads it only for floats), so a missing
+  // or mistyped parameter is an error at compile, not a silent interpreter run.
+  DotGeneralParams::of(e);
   std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
   if (!call) return std::nullopt;
   return make_gemm(cx.var(e.outs[0]).dtype, *call, Alias::none, {call->a, call->b}, cx);

@@ -10,6 +10,8 @@
 
 #include "drx/exec/kernels.h"
 #include "drx/transforms/loops.h"
+#include "drx/transforms/scan_params.h"
+#include "drx/transforms/while_params.h"
 
 namespace drx::exec {
 namespace {
@@ -111,23 +113,21 @@ bool leading_is(const VarInfo& v, int64_t length) {
 }
 
 std::optional<KernelSpec> scan(const Eqn& e, const CompileContext& cx) {
-  const Program* body = param_program(e, "body");
-  const std::optional<int64_t> consts = param_int(e, "num_consts"),
-                               carry = param_int(e, "num_carry"), length = param_int(e, "length"),
-                               reverse = param_int(e, "reverse");
-  if (!body || !consts || !carry || !length || !reverse || *consts < 0 || *carry < 0 || *length < 0)
-    return std::nullopt;
-  const size_t nc = static_cast<size_t>(*consts), nk = static_cast<size_t>(*carry);
+  // A missing or mistyped parameter throws here, at compile, rather than
+  // leaving the equation to the interpreter.
+  const ScanParams s = ScanParams::of(e);
+  const Program* body = s.body.get();
+  const size_t nc = s.nc(), nk = s.nh();
   if (nc + nk > e.ins.size() || nk > e.outs.size() || body->inputs.size() != e.ins.size() ||
       body->outputs.size() != e.outs.size())
     return std::nullopt;
   for (size_t k = 0; k < nk; ++k)
     if (cx.var(e.ins[nc + k]).nbytes != cx.var(e.outs[k]).nbytes) return std::nullopt;
   for (size_t k = nc + nk; k < e.ins.size(); ++k)
-    if (!leading_is(cx.var(e.ins[k]), *length)) return std::nullopt;
+    if (!leading_is(cx.var(e.ins[k]), s.length)) return std::nullopt;
   for (size_t k = nk; k < e.outs.size(); ++k)
-    if (!leading_is(cx.var(e.outs[k]), *length)) return std::nullopt;
-  return spec<ScanKernel>(Alias::none, e, cx, nc, nk, *length, *reverse != 0,
+    if (!leading_is(cx.var(e.outs[k]), s.length)) return std::nullopt;
+  return spec<ScanKernel>(Alias::none, e, cx, nc, nk, s.length, s.reverse,
                           compile(*body, cx.mesh, cx.options));
 }
 
@@ -187,12 +187,10 @@ class WhileKernel : public Kernel {
 };
 
 std::optional<KernelSpec> while_loop(const Eqn& e, const CompileContext& cx) {
-  const Program* cond = param_program(e, "cond");
-  const Program* body = param_program(e, "body");
-  const std::optional<int64_t> ncc = param_int(e, "num_cond_consts"),
-                               nbc = param_int(e, "num_body_consts");
-  if (!cond || !body || !ncc || !nbc || *ncc < 0 || *nbc < 0) return std::nullopt;
-  const size_t cc = static_cast<size_t>(*ncc), bc = static_cast<size_t>(*nbc);
+  // As scan: a missing or mistyped parameter is an error at compile.
+  const WhileParams w = WhileParams::of(e);
+  const Program *cond = w.cond.get(), *body = w.body.get();
+  const size_t cc = w.ncc(), bc = w.nbc();
   if (cc + bc > e.ins.size()) return std::nullopt;
   const size_t nk = e.ins.size() - cc - bc;
   if (e.outs.size() != nk || cond->inputs.size() != cc + nk || body->inputs.size() != bc + nk ||

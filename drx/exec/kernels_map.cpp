@@ -8,6 +8,7 @@
 #include "drx/exec/kernels.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
+#include "drx/mapreduce/map_fn_params.h"
 #include "drx/mapreduce/primitives.h"
 
 namespace drx::exec {
@@ -17,7 +18,7 @@ size_t client_row_bytes(const VarInfo& v) {
 }
 
 const Program* map_body(const Eqn& e) {
-  return e.prim == &prims::map_fn() ? param_program(e, "body") : nullptr;
+  return e.prim == &prims::map_fn() ? MapFnParams::of(e).body.get() : nullptr;
 }
 
 Executable compile_map_body(const Program& body, const CompileContext& cx) {
@@ -54,7 +55,7 @@ class MapKernel : public Kernel {
       : operands_(e, cx),
         outs_(e.outs),
         body_(std::move(body)),
-        sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
+        sharding_(cx.mesh, MapFnParams::of(e).placement) {
     for (int v : outs_) out_row_.push_back(client_row_bytes(cx.var(v)));
   }
   const std::vector<int>& reads() const { return operands_.reads(); }
@@ -96,8 +97,10 @@ class MapKernel : public Kernel {
 };
 
 std::optional<KernelSpec> map_fn(const Eqn& e, const CompileContext& cx) {
+  // A missing or mistyped parameter throws here, at compile, rather than
+  // leaving the equation to the interpreter.
   const Program* body = map_body(e);
-  if (e.ins.empty() || !body) return std::nullopt;
+  if (e.ins.empty()) return std::nullopt;
   for (int v : e.ins)
     if (cx.var(v).shape.empty()) return std::nullopt;
   auto kernel = std::make_unique<MapKernel>(e, cx, compile_map_body(*body, cx));

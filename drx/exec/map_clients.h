@@ -32,7 +32,8 @@ class ClientOperands {
 // Bytes of one client's row of a placed variable.
 size_t client_row_bytes(const VarInfo& v);
 
-// The body of a map_fn equation, or nullptr if it has none.
+// The body of a map_fn equation (a drx::TypeError if its parameters are
+// malformed), or nullptr for any other equation.
 const Program* map_body(const Eqn& e);
 
 // The body compiled to run client by client on this process's threads.

@@ -9,6 +9,7 @@
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
 #include "drx/exec/tree_stack.h"
+#include "drx/mapreduce/map_fn_params.h"
 
 namespace drx::exec {
 namespace {
@@ -26,7 +27,7 @@ class MapReduceKernel : public Kernel {
       : operands_(e, cx),
         body_(compile_map_body(*map_body(e), cx)),
         reductions_(std::move(reductions)),
-        sharding_(cx.mesh, e.params.get_string("placement", "map_fn")) {
+        sharding_(cx.mesh, MapFnParams::of(e).placement) {
     for (int v : e.outs) result_bytes_.push_back(client_row_bytes(cx.var(v)));
   }
   const std::vector<int>& reads() const { return operands_.reads(); }

@@ -6,11 +6,20 @@
 #include "drx/core/process_group.h"
 #include "drx/core/program_text.h"
 #include "drx/core/trace.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/simplify.h"
 
+DRX_PUBLIC_OPS_FILE(jit_jit);
+
 namespace drx {
+
+DRX_PUBLIC_OP("jit",
+              "(f, options: JitOptions = {}) -> Jitted | (f, mesh: Mesh) -> Jitted | "
+              "(f, mesh: optional<Mesh>) -> Jitted",
+              "f compiled once per input signature and cached; on traced Values it inlines its "
+              "program, so it composes with grad, vmap and map_fn.");
 
 namespace {
 

@@ -8,11 +8,15 @@
 // clang-format off: drx/transforms/api.h shares this file's name but is not its
 // header, so it stays in order here instead of going first.
 #include "drx/core/primitive.h"
+#include "drx/mapreduce/map_fn_params.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/mapreduce/primitives.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/api.h"
+
+DRX_PUBLIC_OPS_FILE(mapreduce_api);
 // clang-format on
 
 namespace drx {
@@ -209,6 +213,10 @@ Tree with_inference_notes(const std::vector<InferredLeaf>& leaves,
 }
 }  // namespace
 
+DRX_PUBLIC_OP("broadcast",
+              "(x: Value) -> Value | (x: Value, placement: string) -> Value | (x: Tree) -> Tree | "
+              "(x: Tree, placement: string) -> Tree",
+              "Server value to one copy per client of a placement.");
 Value broadcast(const Value& x) { return broadcast(x, default_placement("broadcast")); }
 
 Value broadcast(const Value& x, const std::string& placement) {
@@ -225,10 +233,18 @@ Tree broadcast(const Tree& x, const std::string& placement) {
   return tree_map([&](const Value& v) { return broadcast(v, placement); }, x);
 }
 
+DRX_PUBLIC_OP("reduce_sum", "(x: Value) -> Value | (x: Tree) -> Tree",
+              "Placed to server: the sum over the clients (0 over none).");
 Value reduce_sum(const Value& x) { return reduce_with("reduce_sum", prims::reduce_sum(), x); }
+DRX_PUBLIC_OP("reduce_max", "(x: Value) -> Value | (x: Tree) -> Tree",
+              "Placed to server: the maximum over the clients.");
 Value reduce_max(const Value& x) { return reduce_with("reduce_max", prims::reduce_max(), x); }
+DRX_PUBLIC_OP("reduce_min", "(x: Value) -> Value | (x: Tree) -> Tree",
+              "Placed to server: the minimum over the clients.");
 Value reduce_min(const Value& x) { return reduce_with("reduce_min", prims::reduce_min(), x); }
 
+DRX_PUBLIC_OP("reduce_mean", "(x: Value) -> Value | (x: Tree) -> Tree",
+              "Placed to server: the mean over the clients (0 over none).");
 Value reduce_mean(const Value& x) {
   require_program_scope("reduce_mean");
   require_placed("reduce_mean", x);
@@ -241,6 +257,8 @@ Value reduce_mean(const Value& x) {
   return emit_reduce_sum(x) / static_cast<double>(n);
 }
 
+DRX_PUBLIC_OP("reduce_weighted_mean", "(x: Value, w: Value) -> Value | (x: Tree, w: Value) -> Tree",
+              "Placed to server: sum_i w_i x_i / sum_i w_i (0 when the weights sum to 0).");
 Value reduce_weighted_mean(const Value& x, const Value& w) {
   require_program_scope("reduce_weighted_mean");
   require_placed("reduce_weighted_mean", x);
@@ -262,6 +280,8 @@ Value reduce_weighted_mean(const Value& x, const Value& w) {
   return where(some, num / safe_den, zeros_like(num));
 }
 
+DRX_PUBLIC_OP("placement_softmax", "(x: Value) -> Value",
+              "Over the clients of x's placement, per element: exp(x_i) / sum_j exp(x_j).");
 Value placement_softmax(const Value& x) {
   require_program_scope("placement_softmax");
   require_placed("placement_softmax", x);
@@ -274,6 +294,8 @@ Value placement_softmax(const Value& x) {
   return shifted / emit_broadcast(emit_reduce_sum(shifted), at, n);
 }
 
+DRX_PUBLIC_OP("placement_normalize", "(w: Value) -> Value",
+              "Over the clients of w's placement: w_i / sum_j w_j.");
 Value placement_normalize(const Value& w) {
   require_program_scope("placement_normalize");
   require_placed("placement_normalize", w);
@@ -308,6 +330,8 @@ class ClientIndexScope {
 };
 }  // namespace
 
+DRX_PUBLIC_OP("client_index", "() -> Value",
+              "Inside a map_fn body: the i32 index of the client the body runs for.");
 Value client_index() {
   if (client_index_slots.empty() || !client_index_slots.back()->body)
     throw Error(
@@ -324,6 +348,8 @@ Value client_index() {
   return *slot.index;
 }
 
+DRX_PUBLIC_OP("map_fn", "(f, xs...: Value or Tree) -> R",
+              "Applies f to each client's slices of the placed arguments.");
 Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   require_program_scope("map_fn");
   Values leaves = leaf_values(Tree::list(args));
@@ -368,9 +394,9 @@ Tree map_fn_trees(const TreeFn& f, const std::vector<Tree>& args) {
   if (index_slot.index)
     leaves.push_back(place(arange(placement_size(placement, "client_index")), placement));
   const Primitive& p = prims::map_fn();
-  Values outs = emit(p, leaves,
-                     Params{{"placement", placement},
-                            {"body", std::make_shared<const Program>(std::move(body.program))}});
+  Values outs = emit(
+      p, leaves,
+      MapFnParams{std::make_shared<const Program>(std::move(body.program)), placement}.to_params());
   return unflatten_values(body.out_structure, outs);
 }
 
@@ -396,6 +422,9 @@ void require_placeable(size_t arg, const Type& t, const std::string& target) {
 }
 }  // namespace
 
+DRX_PUBLIC_OP(
+    "program", "(placements: Placements, f, in_placements: vector<string> = {}) -> Function",
+    "Declares placements for f; the result is an ordinary function to jit, grad, jvp and vmap.");
 TreeFn program_fn(Placements placements, TreeFn f, std::vector<std::string> in_placements) {
   return [placements, f = std::move(f), in_placements](const std::vector<Tree>& args) -> Tree {
     if (!current_trace())

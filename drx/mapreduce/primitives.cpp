@@ -9,6 +9,7 @@
 #include "drx/core/interpret.h"
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/mapreduce/map_fn_params.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/ops/ops.h"
 #include "drx/transforms/simplify.h"
@@ -255,8 +256,9 @@ class MapFnPrim : public Primitive {
   // outputs (nested placements) carry the batch after their own placement
   // axes, so those are transposed.
   void lower(StableHloEmitter& em, const Params& p) const override {
-    const Program& body = p.get_program("body", name());
-    const std::string& placement = p.get_string("placement", name());
+    const MapFnParams m = MapFnParams::of(p);
+    const Program& body = *m.body;
+    const std::string& placement = m.placement;
     const int64_t n = em.operand_type(0).shape[0];
     const Program batched = vmap_program(body, std::vector<bool>(body.inputs.size(), true), n);
     // Moves axis `from` of x (type t) to `to`, giving a value of type `want`.
@@ -291,9 +293,10 @@ class MapFnPrim : public Primitive {
   bool placement_aware() const override { return true; }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
-    const std::string& placement = p.get_string("placement", name());
+    const MapFnParams m = MapFnParams::of(p);
+    const std::string& placement = m.placement;
     require_single_level(name(), placement);
-    const Program& body = p.get_program("body", name());
+    const Program& body = *m.body;
     if (ins.size() != body.inputs.size())
       throw TypeError("map_fn: " + std::to_string(ins.size()) + " operands for a body @" +
                       body.name + " of " + std::to_string(body.inputs.size()) + " inputs");
@@ -336,7 +339,7 @@ class MapFnPrim : public Primitive {
   }
 
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
-    const Program& body = p.get_program("body", name());
+    const Program& body = *MapFnParams::of(p).body;
     int64_t n = ins[0].shape()[0];
     std::vector<Array> outs;
     for (int v : body.outputs) {
@@ -364,16 +367,17 @@ class MapFnPrim : public Primitive {
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
                   const Params& p) const override {
     BodyDerivativeArgs d = body_jvp_args(primals, tangents);
-    Params bp = p;
-    bp.set("body", simplified(jvp_program(p.get_program("body", name()), d.with, true)));
+    const MapFnParams m = MapFnParams::of(p);
+    const Params bp = m.with_body(simplified(jvp_program(*m.body, d.with, true))).to_params();
     return result_tangents(emit(*this, d.args, bp), outs);
   }
 
   MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
                   const Params& p) const override {
     BodyDerivativeArgs d = body_vjp_args(primals, cts);
-    Params bp = p;
-    bp.set("body", simplified(vjp_program(p.get_program("body", name()), d.wrt, d.with, true)));
+    const MapFnParams m = MapFnParams::of(p);
+    const Params bp =
+        m.with_body(simplified(vjp_program(*m.body, d.wrt, d.with, true))).to_params();
     Values r = emit(*this, d.args, bp);
     MaybeValues result;
     size_t k = 0;
@@ -389,9 +393,10 @@ class MapFnPrim : public Primitive {
       batched.push_back(b.batched);
       args.push_back(b.value);
     }
-    Params bp = p;
-    bp.set("body", std::make_shared<const Program>(
-                       vmap_program(p.get_program("body", name()), batched, batch_size)));
+    const MapFnParams m = MapFnParams::of(p);
+    const Params bp =
+        m.with_body(std::make_shared<const Program>(vmap_program(*m.body, batched, batch_size)))
+            .to_params();
     std::vector<Batched> r;
     for (const Value& v : emit(*this, args, bp)) r.push_back({v, true});
     return r;

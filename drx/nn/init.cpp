@@ -4,6 +4,9 @@
 #include <string>
 
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
+
+DRX_PUBLIC_OPS_FILE(nn_init);
 
 namespace drx::nn {
 
@@ -45,6 +48,10 @@ void store(const std::vector<double>& v, Array& a) {
 
 }  // namespace
 
+DRX_PUBLIC_OP("nn::init_array",
+              "(init: Init, shape: Shape, fan_in: int64, fan_out: int64, seed: uint64, dtype: "
+              "DType = f32) -> Array",
+              "A seeded, platform-independent array drawn from an initialiser.");
 Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out, uint64_t seed,
                  DType dtype) {
   const std::string what = std::string("init_array(") + init_name(init) + ", " + shape_str(shape) +
@@ -69,6 +76,9 @@ Array init_array(Init init, const Shape& shape, int64_t fan_in, int64_t fan_out,
   return normal_array(shape, std::sqrt(gain / static_cast<double>(fan_in)), seed, dtype);
 }
 
+DRX_PUBLIC_OP("nn::normal_array",
+              "(shape: Shape, stddev: double, seed: uint64, dtype: DType = f32) -> Array",
+              "Seeded, platform-independent N(0, stddev^2) samples.");
 Array normal_array(const Shape& shape, double stddev, uint64_t seed, DType dtype) {
   if (dtype != DType::f32 && dtype != DType::f64)
     throw Error("normal_array: dtype must be f32 or f64, got " + std::string(dtype_name(dtype)));
@@ -92,8 +102,14 @@ Array normal_array(const Shape& shape, double stddev, uint64_t seed, DType dtype
   return a;
 }
 
+DRX_PUBLIC_OP("nn::derive_init_seed", "(seed: uint64, stream: uint64) -> uint64",
+              "A decorrelated seed for one stream (layer, leaf) of a model.");
 uint64_t derive_init_seed(uint64_t seed, uint64_t stream) { return mix(seed ^ mix(stream)); }
 
+DRX_PUBLIC_OP("nn::mlp_init",
+              "(sizes: vector<int64>, seed: uint64, weight_init: Init = he_normal, dtype: DType = "
+              "f32) -> Tree",
+              "MLP parameters {layerK: {w, b}} as a Tree of Arrays.");
 Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init, DType dtype) {
   if (sizes.size() < 2)
     throw Error("mlp_init: sizes needs at least an input and an output size, got " +

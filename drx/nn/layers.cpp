@@ -1,7 +1,10 @@
 #include <string>
 
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+
+DRX_PUBLIC_OPS_FILE(nn_layers);
 
 namespace drx::nn {
 
@@ -15,6 +18,7 @@ Value leaf(const Tree& t, const std::string& where) {
 }
 }  // namespace
 
+DRX_PUBLIC_OP("nn::dense", "(x: Value, w: Value, b: Value) -> Value", "x @ w + b.");
 Value dense(const Value& x, const Value& w, const Value& b) {
   if (w.ndim() != 2 || b.ndim() != 1 || b.shape()[0] != w.shape()[1] || x.ndim() < 1 ||
       x.shape().back() != w.shape()[0])
@@ -23,6 +27,9 @@ Value dense(const Value& x, const Value& w, const Value& b) {
   return matmul(x, w) + b;
 }
 
+DRX_PUBLIC_OP("nn::layer_norm",
+              "(x: Value, scale: Value, bias: Value, eps: double = 1e-5) -> Value",
+              "Layer normalisation over the last axis.");
 Value layer_norm(const Value& x, const Value& scale, const Value& bias, double eps) {
   if (x.ndim() < 1 || !is_floating(x.dtype()) || scale.shape() != Shape{x.shape().back()} ||
       bias.shape() != scale.shape() || scale.dtype() != x.dtype() || bias.dtype() != x.dtype())
@@ -36,6 +43,8 @@ Value layer_norm(const Value& x, const Value& scale, const Value& bias, double e
   return centred * rsqrt(var + eps) * scale + bias;
 }
 
+DRX_PUBLIC_OP("nn::embedding", "(table: Value, ids: Value) -> Value",
+              "Rows ids of table: ids.shape + [dim].");
 Value embedding(const Value& table, const Value& ids) {
   if (table.ndim() != 2 || !is_integer(ids.dtype()))
     throw TypeError("embedding: expected a table [vocabulary, dim] and integer ids, got table " +
@@ -43,6 +52,8 @@ Value embedding(const Value& table, const Value& ids) {
   return take(table, ids, 0);
 }
 
+DRX_PUBLIC_OP("nn::mlp_apply", "(params: Tree, x: Value) -> Value",
+              "Dense layers with ReLU between them; returns the logits.");
 Value mlp_apply(const Tree& params, const Value& x) {
   if (params.kind() != Tree::Kind::dict || params.size() == 0)
     throw Error("mlp_apply: params must be a non-empty dict of layers (see mlp_init), got " +

@@ -1,5 +1,8 @@
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+
+DRX_PUBLIC_OPS_FILE(nn_losses);
 
 namespace drx::nn {
 
@@ -13,6 +16,8 @@ void check_logits_labels(const char* op, const Value& logits, const Value& label
 }
 }  // namespace
 
+DRX_PUBLIC_OP("nn::sigmoid_binary_cross_entropy", "(logits: Value, labels: Value) -> Value",
+              "Elementwise stable sigmoid binary cross-entropy (optax's).");
 Value sigmoid_binary_cross_entropy(const Value& logits, const Value& labels) {
   if (!is_floating(logits.dtype()) || labels.dtype() != logits.dtype())
     throw TypeError(
@@ -22,12 +27,16 @@ Value sigmoid_binary_cross_entropy(const Value& logits, const Value& labels) {
   return softplus(logits) - labels * logits;
 }
 
+DRX_PUBLIC_OP("nn::softmax_cross_entropy", "(logits: Value, labels: Value) -> Value",
+              "Per-example softmax cross-entropy with integer labels.");
 Value softmax_cross_entropy(const Value& logits, const Value& labels) {
   check_logits_labels("softmax_cross_entropy", logits, labels);
   Value onehot = one_hot(labels, logits.shape()[1], logits.dtype());
   return -sum(log_softmax(logits, -1) * onehot, {1});
 }
 
+DRX_PUBLIC_OP("nn::masked_mean_loss", "(logits: Value, labels: Value, mask: Value) -> Value",
+              "Mean cross-entropy over the real (mask 1) examples of a padded batch.");
 Value masked_mean_loss(const Value& logits, const Value& labels, const Value& mask) {
   check_logits_labels("masked_mean_loss", logits, labels);
   if (mask.shape() != labels.shape())
@@ -37,6 +46,8 @@ Value masked_mean_loss(const Value& logits, const Value& labels, const Value& ma
   return sum(m * softmax_cross_entropy(logits, labels)) / maximum(sum(m), 1.0);
 }
 
+DRX_PUBLIC_OP("nn::correct", "(logits: Value, labels: Value) -> Value",
+              "1 where the first largest logit's index equals the label, else 0.");
 Value correct(const Value& logits, const Value& labels) {
   check_logits_labels("correct", logits, labels);
   // argmax as the first index attaining the maximum (numpy's tie rule), without an argmax op.
@@ -49,6 +60,8 @@ Value correct(const Value& logits, const Value& labels) {
   return astype(equal(argmax, labels), logits.dtype());
 }
 
+DRX_PUBLIC_OP("nn::accuracy", "(logits: Value, labels: Value) -> Value",
+              "mean(correct(logits, labels)).");
 Value accuracy(const Value& logits, const Value& labels) { return mean(correct(logits, labels)); }
 
 }  // namespace drx::nn

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/transforms/loops.h"
+
+DRX_PUBLIC_OPS_FILE(nn_transformer);
 
 namespace drx::nn {
 
@@ -87,6 +90,9 @@ int64_t TransformerConfig::parameters() const {
   return vocab * d + context * d + layers * block + 2 * d;
 }
 
+DRX_PUBLIC_OP("nn::transformer_init",
+              "(c: TransformerConfig, seed: uint64, dtype: DType = f32) -> Tree",
+              "GPT-2 decoder-only transformer parameters.");
 Tree transformer_init(const TransformerConfig& c, uint64_t seed, DType dtype) {
   c.check();
   if (dtype != DType::f32 && dtype != DType::f64)
@@ -124,6 +130,8 @@ Tree transformer_init(const TransformerConfig& c, uint64_t seed, DType dtype) {
                      {"wte", normal({c.vocab, d}, kInitStddev)}});
 }
 
+DRX_PUBLIC_OP("nn::causal_attention", "(q: Value, k: Value, v: Value, heads: int64) -> Value",
+              "Multi-head causal self-attention.");
 Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads) {
   if (q.ndim() != 3 || k.type() != q.type() || v.type() != q.type() || !is_floating(q.dtype()) ||
       heads <= 0 || q.shape()[2] % heads != 0)
@@ -152,6 +160,8 @@ Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t h
   return reshape(transpose(out, {0, 2, 1, 3}), {B, t, d});
 }
 
+DRX_PUBLIC_OP("nn::transformer_logits", "(c: TransformerConfig, params: Tree, ids: Value) -> Value",
+              "The transformer's next-token logits.");
 Value transformer_logits(const TransformerConfig& c, const Tree& params, const Value& ids) {
   c.check();
   if (ids.ndim() != 2 || !is_integer(ids.dtype()) || ids.shape()[1] > c.context ||
@@ -206,6 +216,9 @@ Value transformer_logits(const TransformerConfig& c, const Tree& params, const V
   return dot_general(h, wte, {{2}, {1}, {}, {}});  // tied output: h @ wte^T
 }
 
+DRX_PUBLIC_OP("nn::transformer_loss",
+              "(c: TransformerConfig, params: Tree, windows: Value) -> Value",
+              "Mean next-token cross-entropy over windows.");
 Value transformer_loss(const TransformerConfig& c, const Tree& params, const Value& windows) {
   if (windows.ndim() != 2 || !is_integer(windows.dtype()) || windows.shape()[1] < 2)
     throw TypeError("transformer_loss: windows must be integer [batch, t + 1] with t >= 1, got " +

@@ -1,8 +1,11 @@
 // Primitives with no inputs: literal constants and iota.
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_constants);
 
 namespace drx {
 namespace {
@@ -94,11 +97,14 @@ DRX_PRIMITIVE_FAMILY(constants) {
   registry.add(prims::iota());
 }
 
+DRX_PUBLIC_OP("constant", "(value: Array) -> Value", "A constant Value holding a host Array.");
 Value constant(const Array& value) {
   const Primitive& p = prims::constant();
   return emit1(p, {}, Params{{"value", value}});
 }
 
+DRX_PUBLIC_OP("scalar_like", "(x: Value, v: double) -> Value",
+              "A scalar constant of x's dtype (placed like x for a placed x).");
 Value scalar_like(const Value& x, double v) {
   const Type& t = x.type();
   if (t.placement.empty()) return constant(full({}, v, t.dtype));
@@ -106,24 +112,33 @@ Value scalar_like(const Value& x, double v) {
   return full_like(x, v);
 }
 
+DRX_PUBLIC_OP("fill", "(shape: Shape, value: double, dtype: DType) -> Value",
+              "A scalar of dtype broadcast to shape.");
 Value fill(const Shape& shape, double value, DType dtype) {
   Value s = constant(drx::full({}, value, dtype));
   return shape.empty() ? s : broadcast_in_dim(s, shape, {});
 }
 
+DRX_PUBLIC_OP("full_like", "(x: Value, value: double) -> Value",
+              "x's type (placement included), every element value.");
 Value full_like(const Value& x, double value) {
   Type t = x.type();
   Value v = fill(t.shape, value, t.dtype);
   return t.placement.empty() ? v : place(v, t.placement);
 }
+DRX_PUBLIC_OP("zeros_like", "(x: Value) -> Value", "Zeros of x's type.");
 Value zeros_like(const Value& x) { return full_like(x, 0.0); }
+DRX_PUBLIC_OP("ones_like", "(x: Value) -> Value", "Ones of x's type.");
 Value ones_like(const Value& x) { return full_like(x, 1.0); }
 
+DRX_PUBLIC_OP("iota", "(shape: Shape, dimension: int64, dtype: DType = i32) -> Value",
+              "The index along dimension, for an array of shape.");
 Value iota(const Shape& shape, int64_t dimension, DType dtype) {
   const Primitive& p = prims::iota();
   return emit1(p, {}, Params{{"shape", shape}, {"dimension", dimension}, {"dtype", dtype}});
 }
 
+DRX_PUBLIC_OP("arange", "(n: int64, dtype: DType = i32) -> Value", "[0, 1, ..., n-1].");
 Value arange(int64_t n, DType dtype) { return iota({n}, 0, dtype); }
 
 }  // namespace drx

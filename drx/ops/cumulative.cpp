@@ -6,8 +6,11 @@
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/axis_loops.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_cumulative);
 
 namespace drx {
 namespace {
@@ -130,6 +133,8 @@ const Primitive& cumsum() {
 
 DRX_PRIMITIVE_FAMILY(cumulative) { registry.add(prims::cumsum()); }
 
+DRX_PUBLIC_OP("cumsum", "(x: Value, axis: int64, reverse: bool = false) -> Value",
+              "Running sums along axis.");
 Value cumsum(const Value& x, int64_t axis, bool reverse) {
   if (x.ndim() == 0) throw TypeError("cumsum: operand " + x.type().str() + " is a scalar");
   const int64_t a = normalize_axis(axis, x.ndim(), "cumsum");

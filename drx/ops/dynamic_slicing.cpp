@@ -11,8 +11,11 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_dynamic_slicing);
 
 namespace drx {
 namespace {
@@ -275,6 +278,8 @@ DRX_PRIMITIVE_FAMILY(dynamic_slicing) {
   registry.add(prims::dynamic_update_slice());
 }
 
+DRX_PUBLIC_OP("dynamic_slice", "(x: Value, start: vector<Value>, sizes: vector<int64>) -> Value",
+              "sizes[d] elements from scalar start[d], each start clamped into range.");
 Value dynamic_slice(const Value& x, const std::vector<Value>& start,
                     const std::vector<int64_t>& sizes) {
   Values ins{x};
@@ -282,6 +287,8 @@ Value dynamic_slice(const Value& x, const std::vector<Value>& start,
   return emit1(prims::dynamic_slice(), ins, Params{{"sizes", sizes}});
 }
 
+DRX_PUBLIC_OP("dynamic_update_slice", "(x: Value, update: Value, start: vector<Value>) -> Value",
+              "x with update written at start (clamped into range).");
 Value dynamic_update_slice(const Value& x, const Value& update, const std::vector<Value>& start) {
   Values ins{x, update};
   ins.insert(ins.end(), start.begin(), start.end());

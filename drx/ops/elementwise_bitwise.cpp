@@ -100,26 +100,11 @@ std::string operands_str(Operands o) {
 
 template <class Fn>
 void dispatch_bits(DType d, Fn&& fn) {
-  switch (d) {
-    case DType::i32:
-      return fn(int32_t{});
-    case DType::i64:
-      return fn(int64_t{});
-    case DType::u32:
-      return fn(uint32_t{});
-    case DType::u8:
-      return fn(char8_t{});
-    case DType::i8:
-      return fn(int8_t{});
-    case DType::i16:
-      return fn(int16_t{});
-    case DType::u16:
-      return fn(uint16_t{});
-    case DType::u64:
-      return fn(uint64_t{});
-    default:
-      return fn(uint8_t{});  // bool
-  }
+  // bool, and (unreachable: infer refuses them) the floats and storage formats, as bool's uint8_t.
+  if (!is_integer(d) || is_storage_format(d)) return fn(uint8_t{});
+  dispatch_dtype(d, [&](auto t) {
+    if constexpr (std::is_integral_v<decltype(t)>) fn(t);
+  });
 }
 
 template <class K, int Arity>

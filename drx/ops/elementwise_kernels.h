@@ -28,28 +28,9 @@ decltype(auto) dispatch(DType d, Fn&& fn) {
     if (d == DType::f64) return fn(double{});
     return fn(float{});
   } else if constexpr (D == Domain::numeric) {
-    switch (d) {
-      case DType::f64:
-        return fn(double{});
-      case DType::i32:
-        return fn(int32_t{});
-      case DType::i64:
-        return fn(int64_t{});
-      case DType::u32:
-        return fn(uint32_t{});
-      case DType::u8:
-        return fn(char8_t{});
-      case DType::i8:
-        return fn(int8_t{});
-      case DType::i16:
-        return fn(int16_t{});
-      case DType::u16:
-        return fn(uint16_t{});
-      case DType::u64:
-        return fn(uint64_t{});
-      default:
-        return fn(float{});
-    }
+    // f32, bool and the storage formats (which evaluate widens before kernels see them) as f32.
+    if (d == DType::bool_ || is_storage_format(d)) return fn(float{});
+    return dispatch_dtype(d, fn);
   } else {
     return dispatch_dtype(d, std::forward<Fn>(fn));
   }

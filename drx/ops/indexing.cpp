@@ -13,8 +13,11 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_indexing);
 
 namespace drx {
 namespace {
@@ -462,6 +465,8 @@ DRX_PRIMITIVE_FAMILY(indexing) {
   registry.add(prims::scatter());
 }
 
+DRX_PUBLIC_OP("take", "(x: Value, indices: Value, axis: int64 = 0) -> Value",
+              "Gathers x along axis at integer indices.");
 Value take(const Value& x, const Value& indices, int64_t axis) {
   const Primitive& p = prims::take();
   if (x.ndim() == 0) throw TypeError("take: operand " + x.type().str() + " is a scalar");
@@ -469,6 +474,8 @@ Value take(const Value& x, const Value& indices, int64_t axis) {
   return emit1(p, {x, indices}, Params{{"axis", a}});
 }
 
+DRX_PUBLIC_OP("scatter_add", "(x: Value, indices: Value, updates: Value, axis: int64 = 0) -> Value",
+              "Adds updates into x at indices along axis (the transpose of take).");
 Value scatter_add(const Value& x, const Value& indices, const Value& updates, int64_t axis) {
   const Primitive& p = prims::scatter_add();
   if (x.ndim() == 0) throw TypeError("scatter_add: operand " + x.type().str() + " is a scalar");
@@ -476,6 +483,8 @@ Value scatter_add(const Value& x, const Value& indices, const Value& updates, in
   return emit1(p, {x, indices, updates}, Params{{"axis", a}});
 }
 
+DRX_PUBLIC_OP("scatter", "(x: Value, indices: Value, updates: Value, axis: int64 = 0) -> Value",
+              "x with updates written at indices along axis; the last of repeated indices wins.");
 Value scatter(const Value& x, const Value& indices, const Value& updates, int64_t axis) {
   const Primitive& p = prims::scatter();
   if (x.ndim() == 0) throw TypeError("scatter: operand " + x.type().str() + " is a scalar");
@@ -488,8 +497,12 @@ Value IndexedUpdate::set(const Value& updates) const { return scatter(x, indices
 Value IndexedUpdate::add(const Value& updates) const {
   return scatter_add(x, indices, updates, axis);
 }
+DRX_PUBLIC_OP("at", "(x: Value, indices: Value, axis: int64 = 0) -> IndexedUpdate",
+              "x.at[indices] along axis: .get() is take, .set(u) scatter, .add(u) scatter_add.");
 IndexedUpdate at(const Value& x, const Value& indices, int64_t axis) { return {x, indices, axis}; }
 
+DRX_PUBLIC_OP("one_hot", "(labels: Value, n: int64, dtype: DType = f32) -> Value",
+              "One-hot encoding of integer labels over n classes.");
 Value one_hot(const Value& labels, int64_t n, DType dtype) {
   if (!is_integer(labels.dtype()))
     throw TypeError("one_hot: labels must be integer, got " + labels.type().str());

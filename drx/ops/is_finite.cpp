@@ -5,8 +5,11 @@
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/no_derivative.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_is_finite);
 
 namespace drx {
 namespace {
@@ -43,6 +46,7 @@ const Primitive& is_finite() {
 
 DRX_PRIMITIVE_FAMILY(is_finite) { registry.add(prims::is_finite()); }
 
+DRX_PUBLIC_OP("is_finite", "(x: Value) -> Value (bool)", "Elementwise: neither inf nor NaN.");
 Value is_finite(const Value& x) { return emit1(prims::is_finite(), {x}); }
 
 }  // namespace drx

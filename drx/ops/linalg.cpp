@@ -5,8 +5,12 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/dot_general_params.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_linalg);
 
 namespace drx {
 namespace {
@@ -38,24 +42,9 @@ Dims argsort(const Dims& v) {
   return idx;
 }
 
-struct DotParams {
-  Dims lc, rc, lb, rb;
-  explicit DotParams(const Params& p, const std::string& op)
-      : lc(p.get_ints("lhs_contracting", op)),
-        rc(p.get_ints("rhs_contracting", op)),
-        lb(p.get_ints("lhs_batch", op)),
-        rb(p.get_ints("rhs_batch", op)) {}
-  DotParams(Dims lc_, Dims rc_, Dims lb_, Dims rb_)
-      : lc(std::move(lc_)), rc(std::move(rc_)), lb(std::move(lb_)), rb(std::move(rb_)) {}
-  Params params() const {
-    return Params{
-        {"lhs_contracting", lc}, {"rhs_contracting", rc}, {"lhs_batch", lb}, {"rhs_batch", rb}};
-  }
-};
-
-Value emit_dot(const Value& lhs, const Value& rhs, const DotParams& d) {
+Value emit_dot(const Value& lhs, const Value& rhs, const DotGeneralParams& d) {
   const Primitive& p = prims::dot_general();
-  return emit1(p, {lhs, rhs}, d.params());
+  return emit1(p, {lhs, rhs}, d.to_params());
 }
 
 // Moves axis `from` of x to the front.
@@ -109,11 +98,11 @@ class DotGeneralPrim : public Primitive {
       for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
       return s + "]";
     };
-    const std::string dims =
-        "#stablehlo.dot<lhs_batching_dimensions = " + list(p.get_ints("lhs_batch", name())) +
-        ", rhs_batching_dimensions = " + list(p.get_ints("rhs_batch", name())) +
-        ", lhs_contracting_dimensions = " + list(p.get_ints("lhs_contracting", name())) +
-        ", rhs_contracting_dimensions = " + list(p.get_ints("rhs_contracting", name())) + ">";
+    const DotGeneralParams d = DotGeneralParams::of(p);
+    const std::string dims = "#stablehlo.dot<lhs_batching_dimensions = " + list(d.lhs_batch) +
+                             ", rhs_batching_dimensions = " + list(d.rhs_batch) +
+                             ", lhs_contracting_dimensions = " + list(d.lhs_contracting) +
+                             ", rhs_contracting_dimensions = " + list(d.rhs_contracting) + ">";
     em.set_results({em.emit1("stablehlo.dot_general", {em.operand(0), em.operand(1)},
                              {{"dot_dimension_numbers", dims}}, em.result_type(0))});
   }
@@ -121,18 +110,19 @@ class DotGeneralPrim : public Primitive {
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& params) const override {
     if (ins.size() != 2)
       throw TypeError("dot_general: takes two operands, got " + std::to_string(ins.size()));
-    DotParams d(params, name());
+    const DotGeneralParams d = DotGeneralParams::of(params);
     const Type &l = ins[0], &r = ins[1];
     std::string both = "lhs " + l.str() + ", rhs " + r.str();
     auto fail = [&](const std::string& what) {
-      throw TypeError("dot_general: " + both + " with contracting " + shape_str(d.lc) + "/" +
-                      shape_str(d.rc) + ", batch " + shape_str(d.lb) + "/" + shape_str(d.rb) +
-                      ": " + what);
+      throw TypeError("dot_general: " + both + " with contracting " + shape_str(d.lhs_contracting) +
+                      "/" + shape_str(d.rhs_contracting) + ", batch " + shape_str(d.lhs_batch) +
+                      "/" + shape_str(d.rhs_batch) + ": " + what);
     };
     if (l.dtype != r.dtype) fail("operands must have the same dtype");
     if (l.dtype == DType::bool_) fail("bool operands are not numeric (convert with astype)");
-    if (d.lc.size() != d.rc.size()) fail("expected as many lhs as rhs contracting dims");
-    if (d.lb.size() != d.rb.size()) fail("expected as many lhs as rhs batch dims");
+    if (d.lhs_contracting.size() != d.rhs_contracting.size())
+      fail("expected as many lhs as rhs contracting dims");
+    if (d.lhs_batch.size() != d.rhs_batch.size()) fail("expected as many lhs as rhs batch dims");
     auto check_side = [&](const Type& t, const Dims& c, const Dims& b, const char* side) {
       Dims all = concat({&b, &c});
       for (int64_t x : all)
@@ -143,8 +133,8 @@ class DotGeneralPrim : public Primitive {
       if (std::adjacent_find(all.begin(), all.end()) != all.end())
         fail(std::string(side) + " names a dim twice (expected distinct dims)");
     };
-    check_side(l, d.lc, d.lb, "lhs");
-    check_side(r, d.rc, d.rb, "rhs");
+    check_side(l, d.lhs_contracting, d.lhs_batch, "lhs");
+    check_side(r, d.rhs_contracting, d.rhs_batch, "rhs");
     auto check_pairs = [&](const Dims& a, const Dims& b, const char* what) {
       for (size_t i = 0; i < a.size(); ++i) {
         int64_t sa = l.shape[static_cast<size_t>(a[i])], sb = r.shape[static_cast<size_t>(b[i])];
@@ -154,13 +144,13 @@ class DotGeneralPrim : public Primitive {
                " of rhs has size " + std::to_string(sb) + " (expected equal sizes)");
       }
     };
-    check_pairs(d.lc, d.rc, "contracting");
-    check_pairs(d.lb, d.rb, "batch");
+    check_pairs(d.lhs_contracting, d.rhs_contracting, "contracting");
+    check_pairs(d.lhs_batch, d.rhs_batch, "batch");
     Shape out;
-    for (int64_t x : d.lb) out.push_back(l.shape[static_cast<size_t>(x)]);
-    for (int64_t x : free_dims(l.ndim(), d.lc, d.lb))
+    for (int64_t x : d.lhs_batch) out.push_back(l.shape[static_cast<size_t>(x)]);
+    for (int64_t x : free_dims(l.ndim(), d.lhs_contracting, d.lhs_batch))
       out.push_back(l.shape[static_cast<size_t>(x)]);
-    for (int64_t x : free_dims(r.ndim(), d.rc, d.rb))
+    for (int64_t x : free_dims(r.ndim(), d.rhs_contracting, d.rhs_batch))
       out.push_back(r.shape[static_cast<size_t>(x)]);
     return {Type(l.dtype, out, l.placement)};
   }
@@ -170,21 +160,22 @@ class DotGeneralPrim : public Primitive {
   // floats and uint64 for integers (where overflow wraps, as XLA does), and
   // rounded once.
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& params) const override {
-    DotParams d(params, name());
+    const DotGeneralParams d = DotGeneralParams::of(params);
     const Array &l = ins[0], &r = ins[1];
-    Dims lf = free_dims(l.ndim(), d.lc, d.lb), rf = free_dims(r.ndim(), d.rc, d.rb);
-    const int64_t B = prod_dims(l.shape(), d.lb), M = prod_dims(l.shape(), lf),
-                  K = prod_dims(l.shape(), d.lc), N = prod_dims(r.shape(), rf);
+    Dims lf = free_dims(l.ndim(), d.lhs_contracting, d.lhs_batch),
+         rf = free_dims(r.ndim(), d.rhs_contracting, d.rhs_batch);
+    const int64_t B = prod_dims(l.shape(), d.lhs_batch), M = prod_dims(l.shape(), lf),
+                  K = prod_dims(l.shape(), d.lhs_contracting), N = prod_dims(r.shape(), rf);
     Shape out_shape;
-    for (int64_t x : d.lb) out_shape.push_back(l.shape()[static_cast<size_t>(x)]);
+    for (int64_t x : d.lhs_batch) out_shape.push_back(l.shape()[static_cast<size_t>(x)]);
     for (int64_t x : lf) out_shape.push_back(l.shape()[static_cast<size_t>(x)]);
     for (int64_t x : rf) out_shape.push_back(r.shape()[static_cast<size_t>(x)]);
     Array out(l.dtype(), out_shape);
     dispatch_dtype(l.dtype(), [&](auto tag) {
       using T = decltype(tag);
       using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
-      std::vector<Acc> L = gather_as<T, Acc>(l, concat({&d.lb, &lf, &d.lc}));
-      std::vector<Acc> R = gather_as<T, Acc>(r, concat({&d.rb, &d.rc, &rf}));
+      std::vector<Acc> L = gather_as<T, Acc>(l, concat({&d.lhs_batch, &lf, &d.lhs_contracting}));
+      std::vector<Acc> R = gather_as<T, Acc>(r, concat({&d.rhs_batch, &d.rhs_contracting, &rf}));
       std::vector<Acc> row(static_cast<size_t>(N));
       T* o = out.data<T>();
       for (int64_t b = 0; b < B; ++b)
@@ -222,56 +213,68 @@ class DotGeneralPrim : public Primitive {
                   const Params& params) const override {
     const Value &l = primals[0], &r = primals[1];
     if (!cotangents[0] || !is_floating(l.dtype())) return {std::nullopt, std::nullopt};
-    DotParams d(params, name());
+    const DotGeneralParams d = DotGeneralParams::of(params);
     const Value& g = *cotangents[0];
     return {transpose_lhs(g, l, r, d, false),
-            transpose_lhs(g, r, l, DotParams(d.rc, d.lc, d.rb, d.lb), true)};
+            transpose_lhs(
+                g, r, l,
+                DotGeneralParams{d.rhs_contracting, d.lhs_contracting, d.rhs_batch, d.lhs_batch},
+                true)};
   }
 
   std::vector<Batched> vmap(const std::vector<Batched>& ins, int64_t,
                             const Params& params) const override {
     const Batched &l = ins[0], &r = ins[1];
     if (!l.batched && !r.batched) return {{emit1(*this, {l.value, r.value}, params), false}};
-    DotParams d(params, name());
+    const DotGeneralParams d = DotGeneralParams::of(params);
     auto shift = [](Dims v) {
       for (int64_t& x : v) ++x;
       return v;
     };
     if (l.batched && r.batched) {
-      Dims lb = shift(d.lb), rb = shift(d.rb);
+      Dims lb = shift(d.lhs_batch), rb = shift(d.rhs_batch);
       lb.insert(lb.begin(), 0);
       rb.insert(rb.begin(), 0);
-      return {{emit_dot(l.value, r.value, DotParams(shift(d.lc), shift(d.rc), lb, rb)), true}};
+      return {
+          {emit_dot(l.value, r.value,
+                    DotGeneralParams{shift(d.lhs_contracting), shift(d.rhs_contracting), lb, rb}),
+           true}};
     }
     // One side batched: its batch axis is its first free dim, so it lands right
     // after the batch dims (lhs) or after all lhs free dims (rhs).
-    const int64_t nb = static_cast<int64_t>(d.lb.size());
+    const int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
     if (l.batched) {
-      Value y = emit_dot(l.value, r.value, DotParams(shift(d.lc), d.rc, shift(d.lb), d.rb));
+      Value y = emit_dot(l.value, r.value,
+                         DotGeneralParams{shift(d.lhs_contracting), d.rhs_contracting,
+                                          shift(d.lhs_batch), d.rhs_batch});
       return {{move_to_front(y, nb), true}};
     }
-    int64_t lfree = l.value.ndim() - nb - static_cast<int64_t>(d.lc.size());
-    Value y = emit_dot(l.value, r.value, DotParams(d.lc, shift(d.rc), d.lb, shift(d.rb)));
+    int64_t lfree = l.value.ndim() - nb - static_cast<int64_t>(d.lhs_contracting.size());
+    Value y = emit_dot(l.value, r.value,
+                       DotGeneralParams{d.lhs_contracting, shift(d.rhs_contracting), d.lhs_batch,
+                                        shift(d.rhs_batch)});
     return {{move_to_front(y, nb + lfree), true}};
   }
 
  private:
   // Cotangent of `x` in dot_general(x, y) (or of y in dot_general(y, x) when
   // `swapped`, in which case y's free dims come first in g).
-  static Value transpose_lhs(const Value& g, const Value& x, const Value& y, const DotParams& d,
-                             bool swapped) {
-    const int64_t nb = static_cast<int64_t>(d.lb.size());
-    Dims x_kept = free_dims(x.ndim(), d.lc, d.lb), y_kept = free_dims(y.ndim(), d.rc, d.rb);
+  static Value transpose_lhs(const Value& g, const Value& x, const Value& y,
+                             const DotGeneralParams& d, bool swapped) {
+    const int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
+    Dims x_kept = free_dims(x.ndim(), d.lhs_contracting, d.lhs_batch),
+         y_kept = free_dims(y.ndim(), d.rhs_contracting, d.rhs_batch);
     const int64_t nx = static_cast<int64_t>(x_kept.size()),
                   ny = static_cast<int64_t>(y_kept.size());
     Dims g_batch(static_cast<size_t>(nb)), g_y(static_cast<size_t>(ny));
     std::iota(g_batch.begin(), g_batch.end(), 0);
     std::iota(g_y.begin(), g_y.end(), swapped ? nb : nb + nx);
     // Result: [batch, x free, y's contracting dims in increasing order].
-    Value z = emit_dot(g, y, DotParams(g_y, y_kept, g_batch, d.rb));
+    Value z = emit_dot(g, y, DotGeneralParams{g_y, y_kept, g_batch, d.rhs_batch});
     Dims x_contract_by_y;
-    for (int64_t i : argsort(d.rc)) x_contract_by_y.push_back(d.lc[static_cast<size_t>(i)]);
-    Dims src = concat({&d.lb, &x_kept, &x_contract_by_y});
+    for (int64_t i : argsort(d.rhs_contracting))
+      x_contract_by_y.push_back(d.lhs_contracting[static_cast<size_t>(i)]);
+    Dims src = concat({&d.lhs_batch, &x_kept, &x_contract_by_y});
     Dims perm = argsort(src);
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i)
@@ -317,16 +320,21 @@ const Primitive& dot_general() {
 
 DRX_PRIMITIVE_FAMILY(linalg) { registry.add(prims::dot_general()); }
 
+DRX_PUBLIC_OP("dot_general", "(lhs: Value, rhs: Value, dims: DotDims) -> Value",
+              "General dot product: batch dims, then lhs free dims, then rhs free dims.");
 // Negative dims count from the end; the primitive checks everything else.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {
   check_dot_dtypes("dot_general", lhs, rhs, "lhs", "rhs");
   return emit_dot(lhs, rhs,
-                  DotParams(normalize_dims(dims.lhs_contracting, lhs.ndim()),
-                            normalize_dims(dims.rhs_contracting, rhs.ndim()),
-                            normalize_dims(dims.lhs_batch, lhs.ndim()),
-                            normalize_dims(dims.rhs_batch, rhs.ndim())));
+                  DotGeneralParams{normalize_dims(dims.lhs_contracting, lhs.ndim()),
+                                   normalize_dims(dims.rhs_contracting, rhs.ndim()),
+                                   normalize_dims(dims.lhs_batch, lhs.ndim()),
+                                   normalize_dims(dims.rhs_batch, rhs.ndim())});
 }
 
+DRX_PUBLIC_OP(
+    "matmul", "(a: Value, b: Value) -> Value",
+    "Matrix product, batched over equal leading dims; a 1-D operand is a vector (numpy.matmul).");
 // numpy.matmul semantics: the leading (batch) dims broadcast numpy-style via
 // broadcast_to, then one dot_general with those dims as batch dims. A 1-D
 // operand is a vector and its dim disappears from the result.

@@ -5,8 +5,11 @@
 #include <limits>
 
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_nn_helpers);
 
 namespace drx {
 namespace {
@@ -50,6 +53,8 @@ Value softmax_composite(const Value& x, int64_t axis) {
 
 using detail::stable_shift;
 
+DRX_PUBLIC_OP("logsumexp", "(x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+              "log(sum(exp(x))) over axes, computed stably.");
 Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   require_floating("logsumexp", x);
   Value m = stable_shift(x, axes);
@@ -58,12 +63,16 @@ Value logsumexp(const Value& x, const std::vector<int64_t>& axes, bool keepdims)
   return log(s) + (keepdims ? m : reshape(m, out_shape));
 }
 
+DRX_PUBLIC_OP("softmax", "(x: Value, axis: int64 = -1) -> Value",
+              "exp(x) / sum(exp(x)) along axis, computed stably.");
 Value softmax(const Value& x, int64_t axis) {
   require_floating("softmax", x);
   check_axis("softmax", x, axis);
   return emit1(prims::softmax(), {x}, Params{{"axis", normalize_axis(axis, x.ndim(), "softmax")}});
 }
 
+DRX_PUBLIC_OP("log_softmax", "(x: Value, axis: int64 = -1) -> Value",
+              "x - logsumexp(x) along axis.");
 Value log_softmax(const Value& x, int64_t axis) {
   require_floating("log_softmax", x);
   check_axis("log_softmax", x, axis);

@@ -8,9 +8,12 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 #include "drx/ops/strided_copy.h"
+
+DRX_PUBLIC_OPS_FILE(ops_pad_reverse);
 
 namespace drx {
 namespace {
@@ -228,6 +231,11 @@ DRX_PRIMITIVE_FAMILY(pad_reverse) {
   registry.add(prims::reverse());
 }
 
+DRX_PUBLIC_OP(
+    "pad",
+    "(x: Value, value: Value, low: vector<int64>, high: vector<int64>, interior: vector<int64>) -> "
+    "Value | (x: Value, value: double, low: vector<int64>, high: vector<int64>) -> Value",
+    "StableHLO's pad: interior, low and high padding (negative: crop).");
 Value pad(const Value& x, const Value& value, const std::vector<int64_t>& low,
           const std::vector<int64_t>& high, const std::vector<int64_t>& interior) {
   return emit1(prims::pad(), {x, value},
@@ -239,6 +247,8 @@ Value pad(const Value& x, double value, const std::vector<int64_t>& low,
   return pad(x, fill({}, value, x.dtype()), low, high, std::vector<int64_t>(low.size(), 0));
 }
 
+DRX_PUBLIC_OP("reverse", "(x: Value, dims: vector<int64>) -> Value",
+              "x with the listed axes flipped.");
 Value reverse(const Value& x, const std::vector<int64_t>& dims) {
   std::vector<int64_t> d;
   for (int64_t a : dims) d.push_back(a < 0 ? a + x.ndim() : a);

@@ -2,8 +2,11 @@
 // how program arguments enter a placement and how numbers meet placed values.
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_place);
 
 namespace drx {
 namespace {
@@ -71,6 +74,8 @@ const Primitive& place() {
 
 DRX_PRIMITIVE_FAMILY(placement_cast) { registry.add(prims::place()); }
 
+DRX_PUBLIC_OP("place", "(x: Value, placement: string) -> Value",
+              "Retypes x as placed at placement (\"\": unplaced); no data moves.");
 Value place(const Value& x, const std::string& placement) {
   const Primitive& p = prims::place();
   if (x.type().placement == placement) return x;

@@ -14,8 +14,11 @@
 #include "drx/core/primitive.h"
 #include "drx/ops/elementwise_kernels.h"
 #include "drx/ops/no_derivative.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_random_bits);
 
 namespace drx {
 namespace {
@@ -178,12 +181,16 @@ DRX_PRIMITIVE_FAMILY(random_bits) {
   registry.add(prims::bitcast_convert());
 }
 
+DRX_PUBLIC_OP("threefry2x32", "(k0: Value, k1: Value, x0: Value, x1: Value) -> pair<Value, Value>",
+              "The Threefry-2x32 block function (20 rounds) on u32 key and counter words.");
 std::pair<Value, Value> threefry2x32(const Value& k0, const Value& k1, const Value& x0,
                                      const Value& x1) {
   Values r = emit(prims::threefry2x32(), {k0, k1, x0, x1});
   return {r[0], r[1]};
 }
 
+DRX_PUBLIC_OP("bitcast_convert", "(x: Value, dtype: DType) -> Value",
+              "x's bytes read as dtype (same element size, not bool).");
 Value bitcast_convert(const Value& x, DType dtype) {
   if (x.dtype() == dtype) return x;
   return emit1(prims::bitcast_convert(), {x}, Params{{"dtype", dtype}});

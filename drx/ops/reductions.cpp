@@ -10,7 +10,10 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+
+DRX_PUBLIC_OPS_FILE(ops_reductions);
 
 namespace drx {
 namespace {
@@ -217,21 +220,34 @@ DRX_PRIMITIVE_FAMILY(reductions) {
   registry.add(reduction_primitive(ReduceKind::min));
 }
 
+DRX_PUBLIC_OP(
+    "sum", "(x: Value) -> Value | (x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+    "Sum over all elements or the given axes.");
 // An empty `axes` list reduces every axis (as the header promises), so
 // sum(x, {}, true) is the keepdims form of sum(x).
 Value sum(const Value& x) { return reduce(ReduceKind::sum, "sum", x, {}, false); }
 Value sum(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   return reduce(ReduceKind::sum, "sum", x, axes, keepdims);
 }
+DRX_PUBLIC_OP(
+    "max", "(x: Value) -> Value | (x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+    "Maximum over all elements or the given axes.");
 Value max(const Value& x) { return reduce(ReduceKind::max, "max", x, {}, false); }
 Value max(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   return reduce(ReduceKind::max, "max", x, axes, keepdims);
 }
+DRX_PUBLIC_OP(
+    "min", "(x: Value) -> Value | (x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+    "Minimum over all elements or the given axes.");
 Value min(const Value& x) { return reduce(ReduceKind::min, "min", x, {}, false); }
 Value min(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   return reduce(ReduceKind::min, "min", x, axes, keepdims);
 }
 
+DRX_PUBLIC_OP(
+    "mean",
+    "(x: Value) -> Value | (x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+    "Mean over all elements or the given axes.");
 Value mean(const Value& x) { return mean(x, {}, false); }
 // Floating point only: an integer mean would silently truncate. An empty
 // reduction gives 0/0 = NaN, as numpy does.

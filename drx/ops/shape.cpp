@@ -6,9 +6,12 @@
 
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 #include "drx/ops/strided_copy.h"
+
+DRX_PUBLIC_OPS_FILE(ops_shape);
 
 namespace drx {
 namespace {
@@ -469,6 +472,8 @@ DRX_PRIMITIVE_FAMILY(shape_ops) {
 
 // ---- public ops -------------------------------------------------------------
 
+DRX_PUBLIC_OP("reshape", "(x: Value, shape: Shape) -> Value",
+              "x with a new shape of the same element count.");
 Value reshape(const Value& x, const Shape& shape) {
   const Primitive& p = prims::reshape();
   Shape s = shape;
@@ -493,6 +498,7 @@ Value reshape(const Value& x, const Shape& shape) {
   return emit1(p, {x}, Params{{"shape", s}});
 }
 
+DRX_PUBLIC_OP("transpose", "(x: Value, perm: vector<int64>) -> Value", "x with its axes permuted.");
 Value transpose(const Value& x, const std::vector<int64_t>& perm) {
   const Primitive& p = prims::transpose();
   std::vector<int64_t> pm = perm;
@@ -504,6 +510,8 @@ Value transpose(const Value& x, const std::vector<int64_t>& perm) {
   return emit1(p, {x}, Params{{"perm", pm}});
 }
 
+DRX_PUBLIC_OP("move_axis", "(x: Value, from: int64, to: int64) -> Value",
+              "Moves axis from of x to position to.");
 Value move_axis(const Value& x, int64_t from, int64_t to) {
   // Negative axes count from the end; out of range is an error, not a bad insert.
   from = normalize_axis(from, x.ndim(), "move_axis");
@@ -516,6 +524,8 @@ Value move_axis(const Value& x, int64_t from, int64_t to) {
   return transpose(x, perm);
 }
 
+DRX_PUBLIC_OP("broadcast_in_dim", "(x: Value, shape: Shape, dims: vector<int64>) -> Value",
+              "Broadcast with operand dim i becoming output dim dims[i].");
 Value broadcast_in_dim(const Value& x, const Shape& shape, const std::vector<int64_t>& dims) {
   const Primitive& p = prims::broadcast_in_dim();
   bool identity = shape == x.shape() && static_cast<int64_t>(dims.size()) == x.ndim();
@@ -525,6 +535,8 @@ Value broadcast_in_dim(const Value& x, const Shape& shape, const std::vector<int
   return emit1(p, {x}, Params{{"shape", shape}, {"dims", dims}});
 }
 
+DRX_PUBLIC_OP("broadcast_to", "(x: Value, shape: Shape) -> Value",
+              "numpy-style broadcast of x to shape.");
 Value broadcast_to(const Value& x, const Shape& shape) {
   const int64_t r = x.ndim(), n = static_cast<int64_t>(shape.size());
   bool ok = r <= n;
@@ -542,6 +554,7 @@ Value broadcast_to(const Value& x, const Shape& shape) {
   return broadcast_in_dim(x, shape, dims);
 }
 
+DRX_PUBLIC_OP("expand_dims", "(x: Value, axis: int64) -> Value", "Inserts a size-1 axis.");
 Value expand_dims(const Value& x, int64_t axis) {
   int64_t a = normalize_axis(axis, x.ndim() + 1, "expand_dims");
   Shape s = x.shape();
@@ -549,6 +562,7 @@ Value expand_dims(const Value& x, int64_t axis) {
   return reshape(x, s);
 }
 
+DRX_PUBLIC_OP("squeeze", "(x: Value, axis: int64) -> Value", "Removes a size-1 axis.");
 Value squeeze(const Value& x, int64_t axis) {
   int64_t a = normalize_axis(axis, x.ndim(), "squeeze");
   Shape s = x.shape();
@@ -559,6 +573,8 @@ Value squeeze(const Value& x, int64_t axis) {
   return reshape(x, s);
 }
 
+DRX_PUBLIC_OP("concatenate", "(xs: vector<Value>, axis: int64) -> Value",
+              "Joins Values along an axis.");
 Value concatenate(const std::vector<Value>& xs, int64_t axis) {
   const Primitive& p = prims::concatenate();
   if (xs.empty()) throw TypeError("concatenate: needs at least one operand");
@@ -569,6 +585,8 @@ Value concatenate(const std::vector<Value>& xs, int64_t axis) {
   return emit1(p, xs, Params{{"axis", a}});
 }
 
+DRX_PUBLIC_OP("slice", "(x: Value, starts: vector<int64>, stops: vector<int64>) -> Value",
+              "The elements from starts up to stops.");
 Value slice(const Value& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& stops) {
   const Primitive& p = prims::slice();
   bool identity = stops == x.shape() && starts.size() == stops.size() &&

@@ -21,8 +21,11 @@
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/axis_loops.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(ops_sorting);
 
 namespace drx {
 namespace {
@@ -451,23 +454,34 @@ DRX_PRIMITIVE_FAMILY(sorting) {
   registry.add(prims::argmin());
 }
 
+DRX_PUBLIC_OP("sort", "(x: Value, axis: int64 = -1, descending: bool = false) -> Value",
+              "Stable sort along axis; NaN after every number.");
 Value sort(const Value& x, int64_t axis, bool descending) {
   return emit_sort(x, axis, descending, "sort")[0];
 }
 
+DRX_PUBLIC_OP("argsort", "(x: Value, axis: int64 = -1, descending: bool = false) -> Value",
+              "The i32 positions that sort x along axis.");
 Value argsort(const Value& x, int64_t axis, bool descending) {
   return emit_sort(x, axis, descending, "argsort")[1];
 }
 
+DRX_PUBLIC_OP(
+    "top_k", "(x: Value, k: int64) -> TopK{values, indices}",
+    "The k largest elements along the last axis, largest first, and their i32 positions.");
 TopK top_k(const Value& x, int64_t k) {
   Values outs = emit(prims::top_k(), {x}, Params{{"k", k}});
   return {outs[0], outs[1]};
 }
 
+DRX_PUBLIC_OP("argmax", "(x: Value, axis: int64, keepdims: bool = false) -> Value",
+              "The first position of the largest element along axis, as i32.");
 Value argmax(const Value& x, int64_t axis, bool keepdims) {
   return arg_reduce(prims::argmax(), x, axis, keepdims);
 }
 
+DRX_PUBLIC_OP("argmin", "(x: Value, axis: int64, keepdims: bool = false) -> Value",
+              "The first position of the smallest element along axis, as i32.");
 Value argmin(const Value& x, int64_t axis, bool keepdims) {
   return arg_reduce(prims::argmin(), x, axis, keepdims);
 }

@@ -1,9 +1,12 @@
 // The adaptive server optimizers of Reddi et al. 2021 (FedAdagrad, FedYogi, FedAdam) as
 // GradientTransformations of the pseudo-gradient; equations in optimizers.h.
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optimizers.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
+
+DRX_PUBLIC_OPS_FILE(optim_fedopt);
 
 namespace drx::optim {
 
@@ -60,6 +63,10 @@ GradientTransformation reddi(const std::string& op, const LearningRate& lr, doub
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::fedadam",
+              "(lr: LearningRate, b1: double = 0.9, b2: double = 0.99, tau: double = 1e-3, "
+              "initial_v: double = 0) -> GradientTransformation",
+              "Server Adam on pseudo-gradients (Reddi et al. 2021).");
 GradientTransformation fedadam(const LearningRate& lr, double b1, double b2, double tau,
                                double initial_v) {
   detail::check_range("fedadam", "b2", b2, 0.0, 1.0, true);
@@ -67,6 +74,10 @@ GradientTransformation fedadam(const LearningRate& lr, double b1, double b2, dou
                [b2](const Value& v, const Value& g2) { return b2 * v + (1.0 - b2) * g2; });
 }
 
+DRX_PUBLIC_OP("optim::fedyogi",
+              "(lr: LearningRate, b1: double = 0.9, b2: double = 0.99, tau: double = 1e-3, "
+              "initial_v: double = 0) -> GradientTransformation",
+              "Server Yogi on pseudo-gradients (Reddi et al. 2021).");
 GradientTransformation fedyogi(const LearningRate& lr, double b1, double b2, double tau,
                                double initial_v) {
   detail::check_range("fedyogi", "b2", b2, 0.0, 1.0, true);
@@ -75,6 +86,10 @@ GradientTransformation fedyogi(const LearningRate& lr, double b1, double b2, dou
   });
 }
 
+DRX_PUBLIC_OP("optim::fedadagrad",
+              "(lr: LearningRate, b1: double = 0.9, tau: double = 1e-3, initial_v: double = 0) -> "
+              "GradientTransformation",
+              "Server Adagrad on pseudo-gradients (Reddi et al. 2021).");
 GradientTransformation fedadagrad(const LearningRate& lr, double b1, double tau, double initial_v) {
   return reddi("fedadagrad", lr, b1, tau, initial_v,
                [](const Value& v, const Value& g2) { return v + g2; });

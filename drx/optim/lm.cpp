@@ -8,11 +8,14 @@
 
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
 #include "drx/transforms/api.h"
 #include "drx/transforms/loops.h"
+
+DRX_PUBLIC_OPS_FILE(optim_lm);
 
 namespace drx::optim {
 
@@ -86,6 +89,8 @@ GradientTransformation OuterNesterov::transformation() const {
   return sgd(lr, momentum, /*nesterov=*/true);
 }
 
+DRX_PUBLIC_OP("optim::lm_fedavg_round", "(spec: LmRoundSpec) -> LmRoundFn",
+              "One federated-averaging round of the transformer language model.");
 LmRoundFn lm_fedavg_round(const LmRoundSpec& spec) {
   check_spec(spec, "lm_fedavg_round");
   spec.server.transformation();
@@ -124,6 +129,8 @@ LmRoundFn lm_fedavg_round(const LmRoundSpec& spec) {
   return program({{"clients", spec.cohort}}, round, {"", "", "clients", "clients"});
 }
 
+DRX_PUBLIC_OP("optim::diloco_round", "(spec: LmRoundSpec, outer: OuterNesterov) -> DilocoRoundFn",
+              "One DiLoCo round: inner steps per worker, then an outer Nesterov step.");
 DilocoRoundFn diloco_round(const LmRoundSpec& spec, const OuterNesterov& outer) {
   check_spec(spec, "diloco_round");
   const GradientTransformation outer_opt = outer.transformation();
@@ -160,6 +167,8 @@ DilocoRoundFn diloco_round(const LmRoundSpec& spec, const OuterNesterov& outer) 
   return program({{"clients", spec.cohort}}, round, {"", "", "clients", "clients"});
 }
 
+DRX_PUBLIC_OP("optim::diloco_inner_init", "(spec: LmRoundSpec, params: Tree) -> Tree",
+              "The workers' first inner optimizer states.");
 Tree diloco_inner_init(const LmRoundSpec& spec, const Tree& params) {
   const Tree one = spec.client.transformation().init(params);
   return tree_map(
@@ -175,6 +184,8 @@ Tree diloco_inner_init(const LmRoundSpec& spec, const Tree& params) {
       one);
 }
 
+DRX_PUBLIC_OP("optim::lm_evaluate_fn", "(model: TransformerConfig, shards: int64) -> LmEvalFn",
+              "Summed next-token cross-entropy of the language model over sharded windows.");
 LmEvalFn lm_evaluate_fn(const nn::TransformerConfig& model, int64_t shards) {
   model.check();
   if (shards < 1) throw Error("lm_evaluate_fn: shards must be >= 1, got " + std::to_string(shards));

@@ -1,7 +1,10 @@
 // The named optimizers: chains of a scaling step and the learning rate, as optax defines them.
 #include "drx/optim/optimizers.h"
 
+#include "drx/ops/op_table.h"
 #include "drx/optim/tx_support.h"
+
+DRX_PUBLIC_OPS_FILE(optim_optimizers);
 
 namespace drx::optim {
 
@@ -15,6 +18,10 @@ GradientTransformation learning_rate(const std::string& op, const LearningRate& 
 
 }  // namespace
 
+DRX_PUBLIC_OP(
+    "optim::sgd",
+    "(lr: LearningRate, momentum: double = 0, nesterov: bool = false) -> GradientTransformation",
+    "Stochastic gradient descent, optionally with (Nesterov) momentum.");
 GradientTransformation sgd(const LearningRate& lr, double momentum, bool nesterov) {
   const std::string op = "sgd";
   detail::check_non_negative(op, "momentum", momentum);
@@ -23,10 +30,18 @@ GradientTransformation sgd(const LearningRate& lr, double momentum, bool nestero
   return detail::optimizer(op, chain(trace(momentum, nesterov), learning_rate(op, lr)));
 }
 
+DRX_PUBLIC_OP("optim::adam",
+              "(lr: LearningRate, b1: double = 0.9, b2: double = 0.999, eps: double = 1e-8) -> "
+              "GradientTransformation",
+              "Adam (optax's equations and defaults).");
 GradientTransformation adam(const LearningRate& lr, double b1, double b2, double eps) {
   return detail::optimizer("adam", chain(scale_by_adam(b1, b2, eps), learning_rate("adam", lr)));
 }
 
+DRX_PUBLIC_OP("optim::adamw",
+              "(lr: LearningRate, b1: double = 0.9, b2: double = 0.999, eps: double = 1e-8, "
+              "weight_decay: double = 1e-4) -> GradientTransformation",
+              "Adam with decoupled weight decay.");
 GradientTransformation adamw(const LearningRate& lr, double b1, double b2, double eps,
                              double weight_decay) {
   return detail::optimizer("adamw",
@@ -34,12 +49,20 @@ GradientTransformation adamw(const LearningRate& lr, double b1, double b2, doubl
                                  learning_rate("adamw", lr)));
 }
 
+DRX_PUBLIC_OP("optim::adagrad",
+              "(lr: LearningRate, initial_accumulator_value: double = 0.1, eps: double = 1e-7) -> "
+              "GradientTransformation",
+              "Adagrad (optax's equations and defaults).");
 GradientTransformation adagrad(const LearningRate& lr, double initial_accumulator_value,
                                double eps) {
   return detail::optimizer(
       "adagrad", chain(scale_by_rss(initial_accumulator_value, eps), learning_rate("adagrad", lr)));
 }
 
+DRX_PUBLIC_OP("optim::rmsprop",
+              "(lr: LearningRate, decay: double = 0.9, eps: double = 1e-8, options: RmspropOptions "
+              "= {}) -> GradientTransformation",
+              "RMSprop, optionally centred and with momentum.");
 GradientTransformation rmsprop(const LearningRate& lr, double decay, double eps,
                                const RmspropOptions& o) {
   const std::string op = "rmsprop";
@@ -53,6 +76,10 @@ GradientTransformation rmsprop(const LearningRate& lr, double decay, double eps,
   return detail::optimizer(op, chain(std::move(parts)));
 }
 
+DRX_PUBLIC_OP("optim::yogi",
+              "(lr: LearningRate, b1: double = 0.9, b2: double = 0.999, eps: double = 1e-3) -> "
+              "GradientTransformation",
+              "Yogi (optax's equations and defaults).");
 GradientTransformation yogi(const LearningRate& lr, double b1, double b2, double eps) {
   return detail::optimizer("yogi", chain(scale_by_yogi(b1, b2, eps), learning_rate("yogi", lr)));
 }

@@ -4,6 +4,7 @@
 
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/nn/nn.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
 #include "drx/optim/tx_support.h"
@@ -13,6 +14,8 @@
 #include "drx/transforms/api.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
+
+DRX_PUBLIC_OPS_FILE(optim_round);
 
 namespace drx::optim {
 
@@ -204,6 +207,10 @@ DpAggregate dp_aggregate(const DpSpec& d, const Tree& sums, const Tree& dp_state
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::dp_round_state",
+              "(server_state: Tree, clip: double, key: Array, dtype: DType) -> Tree | "
+              "(server_state: Tree, clip: double, key: Array, dtype: DType, dp: DpSpec) -> Tree",
+              "The state a DP-FedAvg round starts from.");
 Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DType dtype) {
   if (!(clip > 0))
     throw Error("dp_round_state: clip must be > 0 (or +inf for none), got " + std::to_string(clip));
@@ -314,6 +321,8 @@ void check_grid(const RoundSpec& spec, const Value& mask) {
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::fedavg_round", "(spec: RoundSpec) -> RoundFn",
+              "One federated-averaging round as a traced function.");
 RoundFn fedavg_round(const RoundSpec& spec) {
   check_sgd(spec);
   check_dp(spec);
@@ -333,6 +342,8 @@ RoundFn fedavg_round(const RoundSpec& spec) {
                  {"", "", "", "", "clients", "clients", "clients"});
 }
 
+DRX_PUBLIC_OP("optim::fedavg_round_on_client_data", "(spec: RoundSpec) -> ClientDataRoundFn",
+              "A federated-averaging round on data already split per client.");
 ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec) {
   check_sgd(spec);
   check_dp(spec);
@@ -358,6 +369,8 @@ ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec) {
                  {"", "", "clients", "clients", "clients", "clients"});
 }
 
+DRX_PUBLIC_OP("optim::evaluate_fn", "(shards: int64) -> EvalFn",
+              "Loss and accuracy of an MLP over sharded data.");
 EvalFn evaluate_fn(int64_t shards) {
   if (shards < 1) throw Error("evaluate_fn: shards must be >= 1, got " + std::to_string(shards));
   auto eval = [shards](Tree params, Value x_all, Value y_all, Value idx, Value mask) -> Tree {

@@ -1,9 +1,12 @@
 // The adaptive scaling steps (optax's scale_by_*): moment estimates kept in the state and the
 // gradient rescaled by them. The optimizers (optimizers.cpp) chain them with the learning rate.
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optimizers.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
+
+DRX_PUBLIC_OPS_FILE(optim_scale_by);
 
 namespace drx::optim {
 
@@ -46,6 +49,11 @@ Tree adam_direction(const Tree& mu, const Tree& nu, double b1, double b2, double
 
 }  // namespace
 
+DRX_PUBLIC_OP(
+    "optim::scale_by_adam",
+    "(b1: double = 0.9, b2: double = 0.999, eps: double = 1e-8, eps_root: double = 0) -> "
+    "GradientTransformation",
+    "Adam's bias-corrected m_hat / (sqrt(v_hat + eps_root) + eps), before the learning rate.");
 GradientTransformation scale_by_adam(double b1, double b2, double eps, double eps_root) {
   const std::string op = "scale_by_adam";
   detail::check_range(op, "b1", b1, 0.0, 1.0, true);
@@ -71,6 +79,10 @@ GradientTransformation scale_by_adam(double b1, double b2, double eps, double ep
   return t;
 }
 
+DRX_PUBLIC_OP(
+    "optim::scale_by_rss",
+    "(initial_accumulator_value: double = 0.1, eps: double = 1e-7) -> GradientTransformation",
+    "Adagrad's g / sqrt(sum of squares + eps), before the learning rate.");
 GradientTransformation scale_by_rss(double initial_accumulator_value, double eps) {
   const std::string op = "scale_by_rss";
   detail::check_non_negative(op, "initial_accumulator_value", initial_accumulator_value);
@@ -103,6 +115,10 @@ Value rms_scaled(const Value& g, const Value& v, double eps, bool eps_in_sqrt) {
 }
 }  // namespace
 
+DRX_PUBLIC_OP("optim::scale_by_rms",
+              "(decay: double = 0.9, eps: double = 1e-8, initial_scale: double = 0, eps_in_sqrt: "
+              "bool = true) -> GradientTransformation",
+              "RMSprop's g / sqrt(v + eps), before the learning rate.");
 GradientTransformation scale_by_rms(double decay, double eps, double initial_scale,
                                     bool eps_in_sqrt) {
   const std::string op = "scale_by_rms";
@@ -126,6 +142,10 @@ GradientTransformation scale_by_rms(double decay, double eps, double initial_sca
   return t;
 }
 
+DRX_PUBLIC_OP("optim::scale_by_stddev",
+              "(decay: double = 0.9, eps: double = 1e-8, initial_scale: double = 0, eps_in_sqrt: "
+              "bool = true) -> GradientTransformation",
+              "Centred RMSprop's scaling by the variance estimate v - m^2.");
 GradientTransformation scale_by_stddev(double decay, double eps, double initial_scale,
                                        bool eps_in_sqrt) {
   const std::string op = "scale_by_stddev";
@@ -153,6 +173,10 @@ GradientTransformation scale_by_stddev(double decay, double eps, double initial_
   return t;
 }
 
+DRX_PUBLIC_OP("optim::scale_by_yogi",
+              "(b1: double = 0.9, b2: double = 0.999, eps: double = 1e-3, eps_root: double = 0, "
+              "initial_accumulator_value: double = 1e-6) -> GradientTransformation",
+              "Yogi's bias-corrected scaling, before the learning rate.");
 GradientTransformation scale_by_yogi(double b1, double b2, double eps, double eps_root,
                                      double initial_accumulator_value) {
   const std::string op = "scale_by_yogi";

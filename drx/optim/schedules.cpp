@@ -5,9 +5,12 @@
 #include <utility>
 
 #include "drx/core/interpret.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/program_of.h"
+
+DRX_PUBLIC_OPS_FILE(optim_schedules);
 
 namespace drx::optim {
 
@@ -23,11 +26,16 @@ void check_steps(const char* op, const char* name, int64_t steps, int64_t least)
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::constant_schedule", "(value: double) -> Schedule", "value at every step.");
 Schedule constant_schedule(double value) {
   detail::check_finite("constant_schedule", "value", value);
   return [value](const Value&) { return fill({}, value, DType::f64); };
 }
 
+DRX_PUBLIC_OP("optim::linear_schedule",
+              "(init_value: double, end_value: double, transition_steps: int64, transition_begin: "
+              "int64 = 0) -> Schedule",
+              "Linear from init_value to end_value over transition_steps steps.");
 Schedule linear_schedule(double init_value, double end_value, int64_t transition_steps,
                          int64_t transition_begin) {
   const char* op = "linear_schedule";
@@ -45,6 +53,10 @@ Schedule linear_schedule(double init_value, double end_value, int64_t transition
   };
 }
 
+DRX_PUBLIC_OP(
+    "optim::cosine_decay_schedule",
+    "(init_value: double, decay_steps: int64, alpha: double = 0, exponent: double = 1) -> Schedule",
+    "Cosine decay from init_value to alpha * init_value over decay_steps.");
 Schedule cosine_decay_schedule(double init_value, int64_t decay_steps, double alpha,
                                double exponent) {
   const char* op = "cosine_decay_schedule";
@@ -61,6 +73,10 @@ Schedule cosine_decay_schedule(double init_value, int64_t decay_steps, double al
   };
 }
 
+DRX_PUBLIC_OP("optim::warmup_cosine_decay_schedule",
+              "(init_value: double, peak_value: double, warmup_steps: int64, decay_steps: int64, "
+              "end_value: double = 0, exponent: double = 1) -> Schedule",
+              "Linear warmup to peak_value, then cosine decay to end_value.");
 Schedule warmup_cosine_decay_schedule(double init_value, double peak_value, int64_t warmup_steps,
                                       int64_t decay_steps, double end_value, double exponent) {
   const char* op = "warmup_cosine_decay_schedule";
@@ -79,6 +95,9 @@ Schedule warmup_cosine_decay_schedule(double init_value, double peak_value, int6
       {warmup_steps});
 }
 
+DRX_PUBLIC_OP("optim::join_schedules",
+              "(schedules: vector<Schedule>, boundaries: vector<int64>) -> Schedule",
+              "Schedules one after another, each counting from its own start.");
 Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> boundaries) {
   const char* op = "join_schedules";
   if (schedules.empty()) throw Error(std::string(op) + ": no schedules given");
@@ -107,6 +126,8 @@ Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> bo
   };
 }
 
+DRX_PUBLIC_OP("optim::schedule_value", "(schedule: Schedule, count: int64) -> double",
+              "A schedule's value at count, computed on the host.");
 double schedule_value(const Schedule& schedule, int64_t count) {
   if (count < 0 || count > INT32_MAX)
     throw Error("schedule_value: count must be in [0, 2^31), got " + std::to_string(count));

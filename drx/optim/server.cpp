@@ -2,10 +2,13 @@
 // with the state layout drx fedavg's checkpoints hold.
 #include <string>
 
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
+
+DRX_PUBLIC_OPS_FILE(optim_server);
 
 namespace drx::optim {
 
@@ -54,6 +57,8 @@ Tree transformation_layout(ServerKind kind, const Tree& state) {
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::parse_server_kind", "(name: string) -> ServerKind",
+              "fedavg, fedavgm, fedadam, fedyogi or fedadagrad by name.");
 ServerKind parse_server_kind(const std::string& name) {
   for (ServerKind k : {ServerKind::fedavg, ServerKind::fedavgm, ServerKind::fedadam,
                        ServerKind::fedyogi, ServerKind::fedadagrad})
@@ -62,6 +67,8 @@ ServerKind parse_server_kind(const std::string& name) {
               "'; choose one of: fedavg, fedavgm, fedadam, fedyogi, fedadagrad");
 }
 
+DRX_PUBLIC_OP("optim::server_kind_name", "(kind: ServerKind) -> string",
+              "The name of a server optimizer kind.");
 std::string server_kind_name(ServerKind kind) {
   switch (kind) {
     case ServerKind::fedavg:

@@ -2,9 +2,12 @@
 // chain and apply_updates.
 #include "drx/optim/transform.h"
 
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
+
+DRX_PUBLIC_OPS_FILE(optim_transform);
 
 namespace drx::optim {
 
@@ -29,15 +32,20 @@ GradientTransformation stateless(std::string name,
 
 }  // namespace
 
+DRX_PUBLIC_OP("optim::identity", "() -> GradientTransformation", "Updates = grads; no state.");
 GradientTransformation identity() {
   return stateless("identity", [](const Tree& g, const Tree&) { return g; });
 }
 
+DRX_PUBLIC_OP("optim::scale", "(factor: double) -> GradientTransformation",
+              "Updates = factor * grads; no state.");
 GradientTransformation scale(double factor) {
   detail::check_finite("scale", "factor", factor);
   return stateless("scale", [factor](const Tree& g, const Tree&) { return tree_scale(g, factor); });
 }
 
+DRX_PUBLIC_OP("optim::scale_by_schedule", "(schedule: Schedule) -> GradientTransformation",
+              "Updates = schedule(count) * grads; state {count}.");
 GradientTransformation scale_by_schedule(Schedule schedule) {
   if (!schedule) throw Error("scale_by_schedule: an empty Schedule was given");
   GradientTransformation t;
@@ -58,6 +66,8 @@ GradientTransformation scale_by_schedule(Schedule schedule) {
   return t;
 }
 
+DRX_PUBLIC_OP("optim::scale_by_learning_rate", "(lr: LearningRate) -> GradientTransformation",
+              "Updates = -lr * grads (a schedule: -lr(count) * grads).");
 GradientTransformation scale_by_learning_rate(const LearningRate& lr) {
   if (!lr.is_schedule()) {
     detail::check_non_negative("scale_by_learning_rate", "the learning rate", lr.value());
@@ -71,6 +81,8 @@ GradientTransformation scale_by_learning_rate(const LearningRate& lr) {
   return t;
 }
 
+DRX_PUBLIC_OP("optim::trace", "(decay: double, nesterov: bool = false) -> GradientTransformation",
+              "Momentum: t = grads + decay * t; state {trace}.");
 GradientTransformation trace(double decay, bool nesterov) {
   detail::check_non_negative("trace", "decay", decay);
   GradientTransformation t;
@@ -90,6 +102,8 @@ GradientTransformation trace(double decay, bool nesterov) {
   return t;
 }
 
+DRX_PUBLIC_OP("optim::add_decayed_weights", "(weight_decay: double) -> GradientTransformation",
+              "Updates = grads + weight_decay * params (decoupled weight decay).");
 GradientTransformation add_decayed_weights(double weight_decay) {
   detail::check_non_negative("add_decayed_weights", "weight_decay", weight_decay);
   return stateless("add_decayed_weights", [weight_decay](const Tree& g, const Tree& params) {
@@ -99,6 +113,8 @@ GradientTransformation add_decayed_weights(double weight_decay) {
   });
 }
 
+DRX_PUBLIC_OP("optim::clip_by_global_norm", "(max_norm: double) -> GradientTransformation",
+              "Rescales grads to global L2 norm max_norm when their norm is larger.");
 GradientTransformation clip_by_global_norm(double max_norm) {
   const std::string op = "clip_by_global_norm";
   detail::check_positive(op, "max_norm", max_norm);
@@ -115,6 +131,10 @@ GradientTransformation clip_by_global_norm(double max_norm) {
   });
 }
 
+DRX_PUBLIC_OP("optim::chain",
+              "(parts: vector<GradientTransformation>) -> GradientTransformation | (first: "
+              "GradientTransformation, rest...) -> GradientTransformation",
+              "The transformations applied in order; the state is the list of their states.");
 GradientTransformation chain(std::vector<GradientTransformation> parts) {
   std::string name = "chain(";
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -149,6 +169,8 @@ GradientTransformation chain(std::vector<GradientTransformation> parts) {
   return t;
 }
 
+DRX_PUBLIC_OP("optim::apply_updates", "(params: Tree, updates: Tree) -> Tree",
+              "params + updates, on Values or on host Arrays.");
 Tree apply_updates(const Tree& params, const Tree& updates) {
   detail::check_matches("apply_updates", "updates", updates, "params", params);
   return tree_add(params, updates);

@@ -6,8 +6,11 @@
 #include <string>
 
 #include "drx/core/primitive.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
+
+DRX_PUBLIC_OPS_FILE(random_random);
 
 namespace drx::random {
 namespace {
@@ -75,6 +78,8 @@ double in_dtype(DType dtype, double v) {
 
 }  // namespace
 
+DRX_PUBLIC_OP("random::key", "(seed: int64) -> Array | (seed: Value) -> Value",
+              "A PRNG key (u32[2]) from a seed.");
 Array key(int64_t seed) {
   Array k(DType::u32, {2});
   const auto bits = static_cast<uint64_t>(seed);
@@ -92,6 +97,10 @@ Value key(const Value& seed) {
   return key_of_words(hi, astype(bitwise_and(s, scalar_like(s, 4294967295.0)), DType::u32));
 }
 
+DRX_PUBLIC_OP(
+    "random::split",
+    "(key: Array, n: int64 = 2) -> vector<Array> | (key: Value, n: int64 = 2) -> vector<Value>",
+    "n new keys from a key.");
 std::vector<Array> split(const Array& key, int64_t n) {
   require_count("split", "n", n);
   std::vector<Array> keys;
@@ -110,6 +119,9 @@ std::vector<Value> split(const Value& key, int64_t n) {
   return keys;
 }
 
+DRX_PUBLIC_OP("random::split2",
+              "(key: Array) -> pair<Array, Array> | (key: Value) -> pair<Value, Value>",
+              "Two new keys from a key.");
 std::pair<Array, Array> split2(const Array& key) {
   std::vector<Array> k = split(key, 2);
   return {k[0], k[1]};
@@ -119,6 +131,10 @@ std::pair<Value, Value> split2(const Value& key) {
   return {k[0], k[1]};
 }
 
+DRX_PUBLIC_OP("random::fold_in",
+              "(key: Array, data: int64) -> Array | (key: Value, data: int64) -> Value | (key: "
+              "Value, data: Value) -> Value",
+              "A key derived from key and an integer.");
 Array fold_in(const Array& key, int64_t data) {
   return host_block(key, 0, static_cast<uint32_t>(data));
 }
@@ -138,6 +154,8 @@ Value fold_in(const Value& key, const Value& data) {
   return key_of_words(b0, b1);
 }
 
+DRX_PUBLIC_OP("random::bits", "(key: Value, shape: Shape, dtype: DType = u32) -> Value",
+              "Uniformly random bits of an unsigned dtype.");
 Value bits(const Value& key, const Shape& shape, DType dtype) {
   require_key("bits", key.type());
   require_shape("bits", shape);
@@ -148,6 +166,10 @@ Value bits(const Value& key, const Shape& shape, DType dtype) {
   return dtype == DType::u32 ? b : astype(bitwise_and(b, scalar_like(b, 255)), DType::u8);
 }
 
+DRX_PUBLIC_OP("random::uniform",
+              "(key: Value, shape: Shape, dtype: DType = f32, minval: double = 0, maxval: double = "
+              "1) -> Value",
+              "Uniform samples in [minval, maxval).");
 Value uniform(const Value& key, const Shape& shape, DType dtype, double minval, double maxval) {
   require_key("uniform", key.type());
   require_shape("uniform", shape);
@@ -178,6 +200,8 @@ Value uniform(const Value& key, const Shape& shape, DType dtype, double minval, 
   return maximum(scaled, lo);
 }
 
+DRX_PUBLIC_OP("random::normal", "(key: Value, shape: Shape, dtype: DType = f32) -> Value",
+              "Standard normal samples.");
 Value normal(const Value& key, const Shape& shape, DType dtype) {
   if (!is_floating(dtype))
     throw Error("random.normal: dtype " + std::string(dtype_name(dtype)) + ", expected f32 or f64");
@@ -185,6 +209,10 @@ Value normal(const Value& key, const Shape& shape, DType dtype) {
   return erf_inv(u) * M_SQRT2;
 }
 
+DRX_PUBLIC_OP("random::bernoulli",
+              "(key: Value, p: double, shape: Shape) -> Value | (key: Value, p: Value, shape: "
+              "Shape) -> Value",
+              "Bool samples, true with probability p.");
 Value bernoulli(const Value& key, double p, const Shape& shape) {
   if (!(p >= 0 && p <= 1))
     throw Error("random.bernoulli: p = " + std::to_string(p) + ", expected 0 <= p <= 1");
@@ -198,6 +226,10 @@ Value bernoulli(const Value& key, const Value& p, const Shape& shape) {
   return less(uniform(key, shape, t.dtype), broadcast_to(p, shape));
 }
 
+DRX_PUBLIC_OP(
+    "random::randint",
+    "(key: Value, shape: Shape, minval: int64, maxval: int64, dtype: DType = i32) -> Value",
+    "Uniform integers in [minval, maxval).");
 Value randint(const Value& key, const Shape& shape, int64_t minval, int64_t maxval, DType dtype) {
   require_key("randint", key.type());
   if (dtype != DType::i32 && dtype != DType::i64 && dtype != DType::u32)
@@ -229,6 +261,9 @@ Value randint(const Value& key, const Shape& shape, int64_t minval, int64_t maxv
   return shifted(remainder(offset, s));
 }
 
+DRX_PUBLIC_OP("random::permutation",
+              "(key: Value, n: int64) -> Value | (key: Value, x: Value, axis: int64 = 0) -> Value",
+              "A random permutation of [0, n), or of x along axis.");
 Value permutation(const Value& key, int64_t n) {
   require_key("permutation", key.type());
   require_count("permutation", "n", n);

@@ -102,26 +102,12 @@ void store(const std::string& lit, DType dt, char* dst, int line) {
 }  // namespace
 
 DType element_dtype(const std::string& e, int line) {
-  if (e == "f32") return DType::f32;
-  if (e == "f64") return DType::f64;
-  if (e == "i32") return DType::i32;
-  if (e == "i64") return DType::i64;
-  if (e == "i1") return DType::bool_;
-  if (e == "ui32") return DType::u32;
-  if (e == "ui8") return DType::u8;
-  if (e == "i8") return DType::i8;
-  if (e == "i16") return DType::i16;
-  if (e == "ui16") return DType::u16;
-  if (e == "ui64") return DType::u64;
-  if (e == "bf16") return DType::bf16;
-  if (e == "f16") return DType::f16;
-  if (e == "i2") return DType::i2;
-  if (e == "i4") return DType::i4;
-  if (e == "ui2") return DType::u2;
-  if (e == "ui4") return DType::u4;
-  bad(line, "element type " + e +
-                " is not supported (drx holds f32, f64, bf16, f16, i1, i2, i4, i8, i16, i32, i64, "
-                "ui2, ui4, ui8, ui16, ui32 and ui64)");
+  std::string names;
+  for (const DTypeInfo& r : kDTypeTable) {
+    if (r.mlir_name == e) return r.dtype;
+    names += (names.empty() ? "" : ", ") + std::string(r.mlir_name);
+  }
+  bad(line, "element type " + e + " is not supported (drx holds " + names + ")");
 }
 
 Array dense_array(const Attribute& a, const TensorType& type, int line) {

@@ -157,21 +157,7 @@ void check_operands_agree(const Operation& op, const Rule& rule, const Values& i
 
 }  // namespace
 
-std::string mlir_element(DType d) {
-  switch (d) {
-    case DType::bool_:
-      return "i1";
-    case DType::u2:
-    case DType::u4:
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-    case DType::u64:
-      return "ui" + std::string(dtype_name(d)).substr(1);
-    default:
-      return std::string(dtype_name(d));
-  }
-}
+std::string mlir_element(DType d) { return std::string(dtype_info(d).mlir_name); }
 
 std::string mlir_type(const Value& v) {
   std::string s = "tensor<";

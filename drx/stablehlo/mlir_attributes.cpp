@@ -5,28 +5,29 @@
 #include <cstring>
 #include <limits>
 
+#include "drx/array/dtype.h"
 #include "drx/array/error.h"
 #include "drx/stablehlo/mlir_parser.h"
 
 namespace drx::stablehlo {
 namespace {
 
+// StableHLO's names of the element types drx holds (the dtype table's).
 const std::vector<std::string_view>& element_types() {
-  static const std::vector<std::string_view> names = {"f16", "bf16", "f32",  "f64",  "i1",  "i2",
-                                                      "i4",  "i8",   "i16",  "i32",  "i64", "ui2",
-                                                      "ui4", "ui8",  "ui16", "ui32", "ui64"};
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> v;
+    for (const DTypeInfo& r : kDTypeTable) v.push_back(r.mlir_name);
+    return v;
+  }();
   return names;
 }
 
 bool is_float_type(std::string_view e) { return e == "f16" || e == "bf16" || e[0] == 'f'; }
 
-// Bytes per element in a dense hex blob.
+// Bytes per element in a dense hex blob (MLIR stores i2 and i4 one per byte, as drx does).
 int64_t element_bytes(std::string_view e) {
-  // (MLIR stores i2 and i4 one per byte, as drx does.)
-  if (e == "i1" || e == "i2" || e == "i4" || e == "i8" || e == "ui2" || e == "ui4" || e == "ui8")
-    return 1;
-  if (e == "i16" || e == "ui16" || e == "f16" || e == "bf16") return 2;
-  if (e == "i32" || e == "ui32" || e == "f32") return 4;
+  for (const DTypeInfo& r : kDTypeTable)
+    if (r.mlir_name == e) return static_cast<int64_t>(r.size);
   return 8;
 }
 

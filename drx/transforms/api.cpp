@@ -6,9 +6,12 @@
 #include <string>
 #include <utility>
 
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/transforms.h"
+
+DRX_PUBLIC_OPS_FILE(transforms_api);
 
 namespace drx {
 
@@ -82,6 +85,12 @@ void with_trace_context(const std::string& where, const std::function<void()>& t
 }
 }  // namespace detail
 
+DRX_PUBLIC_OP("grad",
+              "(f, argnum: int = 0, options: GradOptions = {}) -> Function | (f, argnums: "
+              "vector<int>, options: GradOptions = {}) -> Function",
+              "The gradient of a scalar function with respect to its arguments.");
+DRX_PUBLIC_OP("value_and_grad", "(f, argnum: int = 0, options: GradOptions = {}) -> Function",
+              "f's value and gradient together.");
 TreeFn grad_fn(TreeFn f, GradSpec spec) {
   return [f = std::move(f), spec](const std::vector<Tree>& args) -> Tree {
     const char* what = spec.with_value ? "value_and_grad" : "grad";
@@ -138,6 +147,8 @@ TreeFn grad_fn(TreeFn f, GradSpec spec) {
   };
 }
 
+DRX_PUBLIC_OP("jvp", "(f, primals: vector<Tree>, tangents: vector<Tree>) -> pair<R, R>",
+              "Forward mode: f's outputs and their tangents.");
 Tree jvp_call(const TreeFn& f, const std::vector<Tree>& primals,
               const std::vector<Tree>& tangents) {
   require_in_trace("jvp");
@@ -162,6 +173,8 @@ Tree jvp_call(const TreeFn& f, const std::vector<Tree>& primals,
       {unflatten_values(t.out_structure, outs), unflatten_values(t.out_structure, touts)});
 }
 
+DRX_PUBLIC_OP("vjp", "(f, primals: vector<Tree>) -> pair<R, pullback>",
+              "Reverse mode: f's outputs and the pullback of cotangents.");
 VjpResult vjp_call(const TreeFn& f, const std::vector<Tree>& primals) {
   require_in_trace("vjp");
   Values leaves = leaf_values(Tree::list(primals));
@@ -209,6 +222,8 @@ std::optional<int64_t> axis_for(const Axes& axes, size_t i, size_t n, const char
 }
 }  // namespace
 
+DRX_PUBLIC_OP("vmap", "(f, in_axes: Axes = {0}, out_axes: Axes = {0}) -> Function",
+              "f vectorised over the given argument axes.");
 TreeFn vmap_fn(TreeFn f, Axes in_axes, Axes out_axes) {
   return [f = std::move(f), in_axes, out_axes](const std::vector<Tree>& args) -> Tree {
     require_in_trace("vmap");

@@ -10,16 +10,21 @@
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/api.h"
+#include "drx/transforms/cond_params.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
+
+DRX_PUBLIC_OPS_FILE(transforms_cond);
 
 namespace drx {
 namespace {
 
-const char* kBranches[2] = {"false_branch", "true_branch"};
+// How messages and traced programs name the branches, by predicate.
+const char* kBranchNames[2] = {"false_branch", "true_branch"};
 
 std::shared_ptr<const Program> shared(Program p) {
   return std::make_shared<const Program>(std::move(p));
@@ -37,16 +42,17 @@ class CondPrim : public Primitive {
   void lower(StableHloEmitter& em, const Params& p) const override {
     std::vector<std::string> args;
     for (size_t i = 1; i < em.num_operands(); ++i) args.push_back(em.operand(i));
-    auto branch = [&](const char* key) {
-      const Program& b = p.get_program(key, name());
+    const CondParams c = CondParams::of(p);
+    auto branch = [&](bool pred) {
+      const Program& b = c.branch(pred);
       return MlirRegion{{}, [&b, args](StableHloEmitter& r, const std::vector<std::string>&) {
                           return r.inline_program(b, args);
                         }};
     };
     std::vector<Type> outs;
     for (size_t j = 0; j < em.num_results(); ++j) outs.push_back(em.result_type(j));
-    em.set_results(em.emit("stablehlo.if", {em.operand(0)}, {}, outs,
-                           {branch(kBranches[1]), branch(kBranches[0])}));
+    em.set_results(
+        em.emit("stablehlo.if", {em.operand(0)}, {}, outs, {branch(true), branch(false)}));
   }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& p) const override {
@@ -54,18 +60,19 @@ class CondPrim : public Primitive {
     if (ins[0].dtype != DType::bool_ || !ins[0].shape.empty() || !ins[0].placement.empty())
       throw TypeError("cond: the predicate is " + ins[0].str() +
                       ", expected an unplaced bool scalar");
+    const CondParams c = CondParams::of(p);
     std::vector<Type> outs;
     for (int b = 0; b < 2; ++b) {
-      const Program& body = p.get_program(kBranches[b], name());
+      const Program& body = c.branch(b == 1);
       if (body.inputs.size() + 1 != ins.size())
         throw TypeError("cond: " + std::to_string(ins.size() - 1) + " operands for a " +
-                        kBranches[b] + " @" + body.name + " of " +
+                        kBranchNames[b] + " @" + body.name + " of " +
                         std::to_string(body.inputs.size()) + " inputs");
       for (size_t i = 0; i < body.inputs.size(); ++i) {
         const Type& want = body.type_of(body.inputs[i]);
         if (want != ins[i + 1])
           throw TypeError("cond: operand " + std::to_string(i) + " is " + ins[i + 1].str() + ", " +
-                          kBranches[b] + " @" + body.name + " expects " + want.str());
+                          kBranchNames[b] + " @" + body.name + " expects " + want.str());
       }
       std::vector<Type> mine;
       for (int v : body.outputs) {
@@ -85,17 +92,16 @@ class CondPrim : public Primitive {
 
   std::vector<Array> eval(const std::vector<Array>& ins, const Params& p) const override {
     const bool pred = ins[0].data<uint8_t>()[0] != 0;
-    return interpret(p.get_program(kBranches[pred ? 1 : 0], name()),
+    return interpret(CondParams::of(p).branch(pred),
                      std::vector<Array>(ins.begin() + 1, ins.end()));
   }
 
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values& outs,
                   const Params& p) const override {
     BodyDerivativeArgs d = body_jvp_args(primals, tangents, 1);
-    Params bp;
-    for (const char* b : kBranches)
-      bp.set(b, shared(simplify(jvp_program(p.get_program(b, name()), d.with, true))));
-    return result_tangents(emit(*this, d.args, bp), outs);
+    CondParams bp = CondParams::of(p);
+    for (auto& b : bp.branches) b = shared(simplify(jvp_program(*b, d.with, true)));
+    return result_tangents(emit(*this, d.args, bp.to_params()), outs);
   }
 
   MaybeValues vjp(const Values& primals, const Values&, const MaybeValues& cts,
@@ -104,10 +110,9 @@ class CondPrim : public Primitive {
     MaybeValues result(primals.size());
     if (std::find(d.wrt.begin(), d.wrt.end(), true) == d.wrt.end()) return result;
     // The chosen branch's pullback, recomputing its forward pass inside.
-    Params bp;
-    for (const char* b : kBranches)
-      bp.set(b, shared(simplify(vjp_program(p.get_program(b, name()), d.wrt, d.with, true))));
-    Values r = emit(*this, d.args, bp);
+    CondParams bp = CondParams::of(p);
+    for (auto& b : bp.branches) b = shared(simplify(vjp_program(*b, d.wrt, d.with, true)));
+    Values r = emit(*this, d.args, bp.to_params());
     size_t k = 0;
     for (size_t i = 0; i < d.wrt.size(); ++i)
       if (d.wrt[i]) result[i + 1] = r[k++];
@@ -123,15 +128,16 @@ class CondPrim : public Primitive {
       ops.push_back(ins[i].value);
     }
     std::vector<Program> bodies;
-    for (const char* b : kBranches)
-      bodies.push_back(vmap_program(p.get_program(b, name()), batched, batch_size));
+    for (const auto& b : CondParams::of(p).branches)
+      bodies.push_back(vmap_program(*b, batched, batch_size));
     std::vector<Batched> r;
     if (!ins[0].batched) {
-      Params bp;
-      for (int b = 0; b < 2; ++b) bp.set(kBranches[b], shared(std::move(bodies[b])));
+      CondParams bp;
+      for (int b = 0; b < 2; ++b)
+        bp.branches[static_cast<size_t>(b)] = shared(std::move(bodies[b]));
       Values args = {ins[0].value};
       args.insert(args.end(), ops.begin(), ops.end());
-      for (const Value& v : emit(*this, args, bp)) r.push_back({v, true});
+      for (const Value& v : emit(*this, args, bp.to_params())) r.push_back({v, true});
       return r;
     }
     // A predicate per example: both branches run, each example takes its own.
@@ -163,6 +169,10 @@ const Primitive& prims::cond() {
 
 DRX_PRIMITIVE_FAMILY(control_flow) { registry.add(prims::cond()); }
 
+DRX_PUBLIC_OP(
+    "cond",
+    "(pred: Value, true_fn: (Tree) -> Tree, false_fn: (Tree) -> Tree, operands: Tree) -> Tree",
+    "true_fn(operands) if pred else false_fn(operands); both branches are traced.");
 Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
           const Tree& operands) {
   if (pred.dtype() != DType::bool_ || !pred.shape().empty())
@@ -177,7 +187,7 @@ Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
     detail::with_trace_context(
         b == 1 ? "the true branch of cond" : "the false branch of cond", [&] {
           traced[b] = trace_tree_fn([&fn](const std::vector<Tree>& a) { return fn(a[0]); },
-                                    {operands}, types, kBranches[b]);
+                                    {operands}, types, kBranchNames[b]);
         });
   }
   if (traced[0].out_structure.structure() != traced[1].out_structure.structure())
@@ -210,9 +220,9 @@ Tree cond(const Value& pred, const BranchFn& true_fn, const BranchFn& false_fn,
   for (int b = 0; b < 2; ++b)
     args.insert(args.end(), traced[b].captured.begin(), traced[b].captured.end());
   const Primitive& p = prims::cond();
-  Values outs = emit(p, args,
-                     Params{{kBranches[0], shared(std::move(false_branch))},
-                            {kBranches[1], shared(std::move(true_branch))}});
+  Values outs = emit(
+      p, args,
+      CondParams{{shared(std::move(false_branch)), shared(std::move(true_branch))}}.to_params());
   return unflatten_values(traced[1].out_structure, outs);
 }
 

@@ -5,6 +5,7 @@
 #include "drx/core/interpret.h"
 #include "drx/core/lowering.h"
 #include "drx/core/trace.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/api.h"
@@ -14,56 +15,15 @@
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
 
+DRX_PUBLIC_OPS_FILE(transforms_scan);
+
 namespace drx {
-
-ScanParams ScanParams::of(const Params& p) {
-  ScanParams s;
-  const Attr& body = p.at("body", "scan");
-  const auto* b = std::get_if<std::shared_ptr<const Program>>(&body);
-  if (!b || !*b) throw TypeError("scan: the parameter body must be a program");
-  s.body = *b;
-  s.length = p.get_int("length", "scan");
-  s.num_consts = p.get_int("num_consts", "scan");
-  s.num_carry = p.get_int("num_carry", "scan");
-  s.reverse = p.get_int("reverse", "scan") != 0;
-  s.remat = p.get_int("remat", "scan") != 0;
-  s.checkpoint_every = p.get_int("checkpoint_every", "scan");
-  if (s.length < 0 || s.num_consts < 0 || s.num_carry < 0 || s.checkpoint_every < 0)
-    throw TypeError("scan: length " + std::to_string(s.length) + ", num_consts " +
-                    std::to_string(s.num_consts) + ", num_carry " + std::to_string(s.num_carry) +
-                    " and checkpoint_every " + std::to_string(s.checkpoint_every) +
-                    " must not be negative");
-  if (s.nc() + s.nh() > s.body->inputs.size() || s.nh() > s.body->outputs.size())
-    throw TypeError("scan: num_consts " + std::to_string(s.num_consts) + " and num_carry " +
-                    std::to_string(s.num_carry) + " do not fit a body @" + s.body->name + " of " +
-                    std::to_string(s.body->inputs.size()) + " inputs and " +
-                    std::to_string(s.body->outputs.size()) + " outputs");
-  return s;
-}
-
-Params ScanParams::params() const {
-  return Params{{"body", body},
-                {"length", length},
-                {"num_consts", num_consts},
-                {"num_carry", num_carry},
-                {"reverse", int64_t{reverse}},
-                {"remat", int64_t{remat}},
-                {"checkpoint_every", checkpoint_every}};
-}
-
-ScanParams ScanParams::with_body(Program b, int64_t consts, int64_t carry) const {
-  ScanParams s = *this;
-  s.body = std::make_shared<const Program>(simplify(b));
-  s.num_consts = consts;
-  s.num_carry = carry;
-  return s;
-}
 
 Values emit_scan(const ScanParams& s, const Values& consts, const Values& carry, const Values& xs) {
   Values args = consts;
   args.insert(args.end(), carry.begin(), carry.end());
   args.insert(args.end(), xs.begin(), xs.end());
-  return emit(prims::scan(), args, s.params());
+  return emit(prims::scan(), args, s.to_params());
 }
 
 Type row_type(const Type& t) { return Type(t.dtype, Shape(t.shape.begin() + 1, t.shape.end())); }
@@ -296,6 +256,12 @@ DRX_PRIMITIVE_FAMILY(loops) { registry.add(prims::scan()); }
 
 // ---- the functions users call ---------------------------------------------
 
+DRX_PUBLIC_OP(
+    "scan",
+    "(f: (carry: Tree, x: Tree) -> pair<Tree, Tree>, init: Tree, xs: Tree, options: ScanOptions = "
+    "{}) -> pair<Tree, Tree> | (f, init: Tree, xs: Tree, length: int64) -> pair<Tree, Tree>",
+    "Loops f over the leading axis of xs, threading a carry; returns the final carry and the "
+    "stacked outputs.");
 std::pair<Tree, Tree> scan(const ScanFn& f, const Tree& init, const Tree& xs,
                            const ScanOptions& options) {
   if (!current_trace())
@@ -378,6 +344,10 @@ std::pair<Tree, Tree> scan(const ScanFn& f, const Tree& init, const Tree& xs, in
   return scan(f, init, xs, o);
 }
 
+DRX_PUBLIC_OP("fori_loop",
+              "(lo: int64, hi: int64, body: (i: Value, carry: Tree) -> Tree, init: Tree, options: "
+              "ScanOptions = {}) -> Tree",
+              "carry = body(i, carry) for i in [lo, hi).");
 Tree fori_loop(int64_t lo, int64_t hi, const ForiBody& body, const Tree& init,
                const ScanOptions& options) {
   if (options.reverse)

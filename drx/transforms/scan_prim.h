@@ -4,26 +4,9 @@
 #include <memory>
 
 #include "drx/core/primitive.h"
+#include "drx/transforms/scan_params.h"
 
 namespace drx {
-
-// The parameters of one scan equation, read once.
-struct ScanParams {
-  std::shared_ptr<const Program> body;
-  int64_t length = 0, num_consts = 0, num_carry = 0;
-  bool reverse = false, remat = false;
-  int64_t checkpoint_every = 0;
-  size_t nc() const { return static_cast<size_t>(num_consts); }
-  size_t nh() const { return static_cast<size_t>(num_carry); }
-  // xs and ys, from the body's signature.
-  size_t nx() const { return body->inputs.size() - nc() - nh(); }
-  size_t ny() const { return body->outputs.size() - nh(); }
-
-  static ScanParams of(const Params& p);
-  Params params() const;
-  // This scan with another body and the same options.
-  ScanParams with_body(Program b, int64_t consts, int64_t carry) const;
-};
 
 // One slice of a stacked type: the leading (iteration) axis removed.
 Type row_type(const Type& t);

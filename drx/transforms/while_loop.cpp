@@ -6,6 +6,7 @@
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/trace/trace_tree.h"
 #include "drx/transforms/api.h"
@@ -13,41 +14,12 @@
 #include "drx/transforms/program_split.h"
 #include "drx/transforms/simplify.h"
 #include "drx/transforms/transforms.h"
+#include "drx/transforms/while_params.h"
+
+DRX_PUBLIC_OPS_FILE(transforms_while_loop);
 
 namespace drx {
 namespace {
-
-struct WhileParams {
-  std::shared_ptr<const Program> cond, body;
-  int64_t num_cond_consts = 0, num_body_consts = 0;
-  size_t ncc() const { return static_cast<size_t>(num_cond_consts); }
-  size_t nbc() const { return static_cast<size_t>(num_body_consts); }
-  size_t nh() const { return body->outputs.size(); }
-
-  static WhileParams of(const Params& p) {
-    WhileParams w;
-    for (auto [key, slot] : {std::pair{"cond", &w.cond}, std::pair{"body", &w.body}}) {
-      const auto* b = std::get_if<std::shared_ptr<const Program>>(&p.at(key, "while_loop"));
-      if (!b || !*b)
-        throw TypeError(std::string("while_loop: the parameter ") + key + " must be a program");
-      *slot = *b;
-    }
-    w.num_cond_consts = p.get_int("num_cond_consts", "while_loop");
-    w.num_body_consts = p.get_int("num_body_consts", "while_loop");
-    if (w.num_cond_consts < 0 || w.num_body_consts < 0 || w.ncc() > w.cond->inputs.size() ||
-        w.nbc() > w.body->inputs.size())
-      throw TypeError("while_loop: num_cond_consts " + std::to_string(w.num_cond_consts) +
-                      " and num_body_consts " + std::to_string(w.num_body_consts) +
-                      " do not fit the cond @" + w.cond->name + " and body @" + w.body->name);
-    return w;
-  }
-  Params params() const {
-    return Params{{"cond", cond},
-                  {"body", body},
-                  {"num_cond_consts", num_cond_consts},
-                  {"num_body_consts", num_body_consts}};
-  }
-};
 
 std::shared_ptr<const Program> shared(Program p) {
   return std::make_shared<const Program>(simplify(p));
@@ -314,7 +286,7 @@ Values emit_while(const WhileParams& w, const Values& cc, const Values& bc, cons
   Values args = cc;
   args.insert(args.end(), bc.begin(), bc.end());
   args.insert(args.end(), carry.begin(), carry.end());
-  return emit(while_prim(), args, w.params());
+  return emit(while_prim(), args, w.to_params());
 }
 
 }  // namespace
@@ -323,6 +295,10 @@ const Primitive& prims::while_loop() { return while_prim(); }
 
 DRX_PRIMITIVE_FAMILY(while_loops) { registry.add(prims::while_loop()); }
 
+DRX_PUBLIC_OP(
+    "while_loop",
+    "(cond_fn: (carry: Tree) -> Value, body_fn: (carry: Tree) -> Tree, init: Tree) -> Tree",
+    "carry = body_fn(carry) while cond_fn(carry).");
 Tree while_loop(const LoopCondFn& cond_fn, const LoopBodyFn& body_fn, const Tree& init) {
   if (!current_trace())
     throw Error(

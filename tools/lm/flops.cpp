@@ -5,8 +5,10 @@
 #include <variant>
 
 #include "drx/mapreduce/primitives.h"
+#include "drx/ops/dot_general_params.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/loops.h"
+#include "drx/transforms/scan_params.h"
 
 namespace drx::tool::lm {
 
@@ -16,14 +18,14 @@ double dot_flops(const Program& program) {
     if (e.prim == &prims::dot_general()) {
       const Type& lhs = program.var_types[static_cast<size_t>(e.ins[0])];
       double contracted = 1;
-      for (int64_t d : e.params.get_ints("lhs_contracting", "dot_flops"))
+      for (int64_t d : DotGeneralParams::of(e).lhs_contracting)
         contracted *= static_cast<double>(lhs.shape[static_cast<size_t>(d)]);
       const Type& out = program.var_types[static_cast<size_t>(e.outs[0])];
       total += 2.0 * static_cast<double>(num_elements(out.shape)) * contracted;
       continue;
     }
     double times = 1, sub = 0;
-    if (e.prim == &prims::scan()) times = static_cast<double>(e.params.get_int("length", "scan"));
+    if (e.prim == &prims::scan()) times = static_cast<double>(ScanParams::of(e).length);
     if (e.prim == &prims::map_fn() && !e.outs.empty()) {
       const Type& out = program.var_types[static_cast<size_t>(e.outs[0])];
       if (!out.shape.empty()) times = static_cast<double>(out.shape[0]);
