@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "drx/core/shard_runner.h"
 #include "drx/core/mesh.h"
+#include "drx/core/shard_runner.h"
 
 namespace drx::exec {
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <utility>
 
-#include "drx/data/data.h"
 #include "drx/core/mesh.h"
+#include "drx/data/data.h"
 #include "drx/exec/thread_pool.h"
 #include "drx/jit/jit.h"
 #include "drx/nn/nn.h"

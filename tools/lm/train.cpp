@@ -13,8 +13,8 @@
 #include <random>
 #include <sstream>
 
-#include "drx/data/data.h"
 #include "drx/core/mesh.h"
+#include "drx/data/data.h"
 #include "drx/exec/thread_pool.h"
 #include "drx/jit/jit.h"
 #include "drx/nn/transformer.h"
