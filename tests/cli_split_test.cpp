@@ -195,11 +195,63 @@ TEST(CliSplit, AggregateRefusesBadClientOutputsAndWritesNothing) {
   fs::remove_all(s.clients(0) / "03");
   fs::remove_all(s.clients(0) / "4");
   expect_refused("client 4 has no folder");
-  EXPECT_EQ(cli({"aggregate", plan, "--stage", "9", "--clients", s.clients(0).string(), "--out",
-                 out.string()})
-                .code,
-            1);
-  EXPECT_EQ(cli({"aggregate", plan, "--stage", "x"}).code, 2);
+}
+
+// What a new user got wrong, answered with the flag, the path or the value at fault.
+TEST(CliSplit, AggregateAndPlanMistakesAreNamed) {
+  Split s;
+  run_part(s.parts, "stage0.server_prepare", {s.server}, s.server);
+  s.client_work(0);
+  const std::string plan = (s.parts / "plan.json").string();
+  const fs::path out = s.scratch.dir / "agg";
+  auto aggregate = [&](const std::string& plan_file, const std::string& stage) {
+    return cli({"aggregate", plan_file, "--stage", stage, "--clients", s.clients(0).string(),
+                "--out", out.string()});
+  };
+  // A stage out of range is a usage error (exit 2) naming the flag and the range; "-1" once
+  // read as 18446744073709551615.
+  for (const std::string stage : {"-1", "9", "x", "99999999999999999999"}) {
+    CliResult r = aggregate(plan, stage);
+    EXPECT_EQ(r.code, 2) << stage << ": " << r.err;
+    EXPECT_NE(r.err.find("--stage"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("0..1"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("18446744073709551615"), std::string::npos) << r.err;
+  }
+  // A stray folder among the clients' is named on stderr, not skipped in silence.
+  fs::create_directories(s.clients(0) / "abc");
+  CliResult r = aggregate(plan, "0");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("ignoring '" + (s.clients(0) / "abc").string() + "'"), std::string::npos)
+      << r.err;
+  // plan.json moved away from its parts: say where parts are looked for.
+  const fs::path moved = s.scratch.dir / "elsewhere" / "plan.json";
+  fs::create_directories(moved.parent_path());
+  fs::copy_file(plan, moved);
+  r = aggregate(moved.string(), "0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("parts are read from the plan's own folder '" +
+                       moved.parent_path().string() + "'"),
+            std::string::npos)
+      << r.err;
+  // A plan with no clients.
+  {
+    std::ifstream in(plan);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"clients\": 5");
+    ASSERT_NE(at, std::string::npos) << text.substr(0, 400);
+    text.replace(at, 12, "\"clients\": -1");
+    std::ofstream(s.parts / "bad.json") << text;
+  }
+  r = aggregate((s.parts / "bad.json").string(), "0");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("clients is -1, expected at least 1"), std::string::npos) << r.err;
+  // drx split --out naming a file.
+  const fs::path file = s.scratch.dir / "a_file";
+  std::ofstream(file) << "x";
+  const fs::path prog = s.scratch.dir / "hyper.drx";
+  r = cli({"split", prog.string(), "--out", file.string()});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--out '" + file.string() + "' is a file"), std::string::npos) << r.err;
 }
 
 // A client's work with products over 128 rows: drx run compiles it as the map_fn body it was cut

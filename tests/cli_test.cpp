@@ -115,7 +115,8 @@ TEST(Cli, RunRejectsBadArguments) {
   const std::vector<Case> cases = {
       {{"run"}, "missing the program FILE"},
       {{"run", file.path(), "--arg", "1,2,3"}, "takes 2 inputs (f32[3], f32[3]), got 1"},
-      {{"run", file.path(), "--arg", "1,2", "--arg", "1"}, "2 values given, expected 1 or 3"},
+      {{"run", file.path(), "--arg", "1,2", "--arg", "1"},
+       "2 values given, expected 1 (every element) or 3 (f32[3]'s elements"},
       {{"run", file.path(), "--arg", "1,x,3", "--arg", "1"}, "'x' is not a number"},
       {{"run", file.path(), "--arg", "1,,3", "--arg", "1"}, "'' is not a number"},
       {{"run", file.path(), "--arg"}, "--arg needs a value"},
@@ -230,6 +231,11 @@ TEST(Cli, RunNpyErrors) {
       {{"run", file.path(), "--arg", x.path(), "--arg", "1", "--out", "/nonexistent/r.npy"},
        1,
        "save_npy: cannot write '/nonexistent/r.npy'"},
+      // An array where the program goes: say what the file is.
+      {{"run", x.path()}, 1, "'" + x.path() + "' is a NumPy array (.npy), not a program"},
+      {{"run", file.path(), "--arg", x.path(), "--arg", "1,2"},
+       2,
+       "2 values given, expected 1 (every element) or 3 (f32[3]'s elements in row-major order)"},
   };
   for (const Case& c : cases) {
     CliResult res = cli(c.args);

@@ -635,6 +635,17 @@ TEST_F(FedavgTool, DpFedAvgReportsTheAccountantsEpsilonAndResumesBitExactly) {
   CliResult orphan = cli({"fedavg", "--dp-noise", "1"});
   EXPECT_EQ(orphan.code, 2);
   EXPECT_NE(orphan.err.find("--dp-clip"), std::string::npos) << orphan.err;
+  // An infinite clip with noise would add infinite noise (a NaN model with an epsilon beside it).
+  CliResult infinite = cli({"fedavg", "--dp-clip", "inf", "--dp-noise", "1"});
+  EXPECT_EQ(infinite.code, 2);
+  EXPECT_NE(infinite.err.find("--dp-clip inf with --dp-noise 1"), std::string::npos)
+      << infinite.err;
+  // Clipping alone is not privacy: said at the start.
+  args = quick_run(data, path("dp-clip-only"), 1);
+  args.insert(args.end(), {"--dp-clip", "0.5"});
+  CliResult clip_only = cli(args);
+  ASSERT_EQ(clip_only.code, 0) << clip_only.err;
+  EXPECT_NE(clip_only.err.find("not differentially private"), std::string::npos) << clip_only.err;
 }
 
 TEST_F(FedavgTool, RealDatasetLearns) {

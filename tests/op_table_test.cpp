@@ -36,10 +36,12 @@ const std::vector<std::string> kHeaders = {"drx/ops/ops.h",
                                            "drx/optim/optimizers.h",
                                            "drx/optim/schedules.h",
                                            "drx/optim/optim.h",
-                                           "drx/optim/lm.h"};
+                                           "drx/optim/lm.h",
+                                           "drx/privacy/dp_fedavg.h"};
 // The namespaces of those headers whose functions are ops (not detail, prims, ...).
 bool api_namespace(const std::string& ns) {
-  return ns == "drx" || ns == "drx::nn" || ns == "drx::random" || ns == "drx::optim";
+  return ns == "drx" || ns == "drx::nn" || ns == "drx::random" || ns == "drx::optim" ||
+         ns == "drx::privacy";
 }
 
 // Declared in those headers but not ops of their own, with the reason.

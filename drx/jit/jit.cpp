@@ -71,7 +71,10 @@ struct JitCache::Slot {
   std::thread::id tracer;
   bool done = false;
   std::shared_ptr<const Entry> entry;
-  std::exception_ptr error;
+  // A failed trace's message. Waiters throw a drx::Error of their own with it rather than
+  // rethrow the tracer's exception object: one object caught on several threads at once is
+  // shared mutable state (and its reference count is invisible to ThreadSanitizer).
+  std::optional<std::string> error;
 };
 
 JitCache::JitCache(TreeFn fn, JitOptions options)
@@ -122,7 +125,7 @@ std::shared_ptr<const JitCache::Entry> JitCache::entry_for(
     if (!slot->done)
       throw Error("jit: the wait hook returned before the trace it waited for ended (" + key +
                   "); a JitWaitHook must call the wait it is given");
-    if (slot->error) std::rethrow_exception(slot->error);
+    if (slot->error) throw Error(*slot->error);
     // Done without a reusable entry: trace again, here.
   }
   auto slot = std::make_shared<Slot>();
@@ -130,15 +133,21 @@ std::shared_ptr<const JitCache::Entry> JitCache::entry_for(
   entries_.emplace(key, slot);
   ++trace_count_;
   lock.unlock();
-  std::shared_ptr<Entry> entry;
-  try {
-    entry = make();
-  } catch (...) {
+  const auto fail = [&](std::string message) {
     lock.lock();
-    slot->error = std::current_exception();
+    slot->error = std::move(message);
     slot->done = true;
     entries_.erase(key);
     traced_.notify_all();
+  };
+  std::shared_ptr<Entry> entry;
+  try {
+    entry = make();
+  } catch (const std::exception& e) {
+    fail(e.what());
+    throw;
+  } catch (...) {
+    fail("jit: tracing the function threw an exception that is not a std::exception");
     throw;
   }
   lock.lock();

@@ -5,10 +5,13 @@
 #include <string>
 
 #include "drx/core/trace.h"
+#include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
 #include "drx/ops/primitives.h"
 #include "drx/random/random.h"
 #include "drx/trace/tree_math.h"
+
+DRX_PUBLIC_OPS_FILE(privacy_dp_fedavg);
 
 namespace drx::privacy {
 namespace {
@@ -46,6 +49,9 @@ std::optional<double> value_when_traced(const Value& v) {
 
 }  // namespace
 
+DRX_PUBLIC_OP(
+    "privacy::clip_by_l2_norm", "(update: Tree, clip: Value) -> Clipped{update: Tree, norm: Value}",
+    "The update scaled to global L2 norm at most clip (+inf: unchanged), and its norm before.");
 Clipped clip_by_l2_norm(const Tree& update, const Value& clip) {
   require_scalar("clip_by_l2_norm", "clip", clip);
   if (std::optional<double> c = value_when_traced(clip); c && !(*c >= 0))
@@ -64,6 +70,8 @@ Clipped clip_by_l2_norm(const Tree& update, const Value& clip) {
   return {clipped, norm};
 }
 
+DRX_PUBLIC_OP("privacy::gaussian_noise_like", "(like: Tree, key: Value, stddev: Value) -> Tree",
+              "Independent N(0, stddev^2) noise shaped like every leaf of like.");
 Tree gaussian_noise_like(const Tree& like, const Value& key, const Value& stddev) {
   require_scalar("gaussian_noise_like", "stddev", stddev);
   std::vector<Tree> leaves = tree_leaves(like);
@@ -79,6 +87,10 @@ Tree gaussian_noise_like(const Tree& like, const Value& key, const Value& stddev
   return tree_unflatten(like, noise);
 }
 
+DRX_PUBLIC_OP("privacy::noisy_mean",
+              "(sum_of_clipped: Tree, key: Value, noise_multiplier: double, clip: Value, "
+              "expected_cohort: double) -> Tree",
+              "DP-FedAvg's mean: (sum + N(0, (z clip)^2)) / expected_cohort.");
 Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multiplier,
                 const Value& clip, double expected_cohort) {
   require_scalar("noisy_mean", "clip", clip);
@@ -101,6 +113,11 @@ Tree noisy_mean(const Tree& sum_of_clipped, const Value& key, double noise_multi
   return tree_map([&](const Value& v) { return v / fill({}, expected_cohort, v.dtype()); }, total);
 }
 
+DRX_PUBLIC_OP("privacy::adapted_clip",
+              "(clip: Value, unclipped_count: Value, key: Value, adaptive: AdaptiveClipping, "
+              "expected_cohort: double) -> Value",
+              "The next clip of adaptive clipping: clip exp(-eta (b - gamma)), b the noisy "
+              "unclipped fraction.");
 Value adapted_clip(const Value& clip, const Value& unclipped_count, const Value& key,
                    const AdaptiveClipping& a, double expected_cohort) {
   require_scalar("adapted_clip", "clip", clip);
@@ -118,6 +135,9 @@ Value adapted_clip(const Value& clip, const Value& unclipped_count, const Value&
   return clip * exp((fraction - a.target_quantile) * -a.learning_rate);
 }
 
+DRX_PUBLIC_OP("privacy::update_noise_multiplier",
+              "(noise_multiplier: double, count_noise: double) -> double",
+              "The noise multiplier left for the update when the unclipped count takes its share.");
 double update_noise_multiplier(double z, double sigma_b) {
   if (!(z > 0) || !(2 * sigma_b > z) || !std::isfinite(sigma_b))
     throw Error("update_noise_multiplier: noise multiplier " + std::to_string(z) +

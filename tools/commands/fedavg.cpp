@@ -11,7 +11,7 @@
 namespace drx::tool {
 
 // Federated averaging on Fashion-MNIST; tools/fedavg holds the pieces.
-int fedavg_command(const Args& args, std::ostream& out, std::ostream&) {
+int fedavg_command(const Args& args, std::ostream& out, std::ostream& err) {
   fedavg::Options o = fedavg::parse_options(args);
   if (o.help) {
     out << "usage: drx fedavg " << fedavg::usage_text() << "\n\n"
@@ -19,6 +19,9 @@ int fedavg_command(const Args& args, std::ostream& out, std::ostream&) {
         << fedavg::details_text();
     return kExitOk;
   }
+  if (o.dp() && o.dp_noise == 0)
+    err << "fedavg: --dp-clip without --dp-noise clips the clients' updates but adds no noise: "
+           "this run is not differentially private\n";
   fedavg::run_fedavg(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
   return kExitOk;
 }

@@ -106,6 +106,8 @@ MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd)
     MapReduceForm form;
     form.placement = plan.at("placement").get<std::string>();
     form.clients = plan.at("clients").get<int64_t>();
+    if (form.clients < 1)
+      throw Error(where + ": clients is " + std::to_string(form.clients) + ", expected at least 1");
     form.inputs = plan.at("inputs").get<std::vector<std::string>>();
     form.outputs = plan.at("outputs").get<std::vector<std::string>>();
     for (const auto& [name, k] : plan.at("client_data_inputs").items())
@@ -117,7 +119,13 @@ MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd)
       for (size_t k = 0; k < 3; ++k) {
         const json& pj = sj.at(kParts[k]);
         Part& part = part_of(s, k);
-        part.program = load_program((dir / pj.at("file").get<std::string>()).string(), cmd);
+        const fs::path file = dir / pj.at("file").get<std::string>();
+        if (std::error_code ec; !fs::exists(file, ec))
+          throw Error(where + ": its part '" + file.string() +
+                      "' is missing: parts are read from the plan's own folder '" +
+                      (dir.empty() ? std::string(".") : dir.string()) +
+                      "', so keep plan.json beside the files drx split wrote");
+        part.program = load_program(file.string(), cmd);
         part.inputs = pj.at("inputs").get<std::vector<std::string>>();
         part.outputs = pj.at("outputs").get<std::vector<std::string>>();
         if (part.inputs.size() != part.program.inputs.size() ||

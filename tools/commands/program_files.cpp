@@ -21,7 +21,13 @@ std::string read_text(const std::string& path, const char* cmd) {
 }
 
 Program load_program(const std::string& path, const char* cmd) {
-  Program p = parse_program(read_text(path, cmd));
+  const std::string text = read_text(path, cmd);
+  if (text.starts_with("\x93NUMPY"))
+    throw Error(std::string(cmd) + ": '" + path +
+                "' is a NumPy array (.npy), not a program; arrays are a program's arguments "
+                "(drx run PROGRAM --arg " +
+                path + ")");
+  Program p = parse_program(text);
   verify(p);
   return p;
 }

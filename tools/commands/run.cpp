@@ -43,8 +43,11 @@ Array parse_values(const std::string& text, const Type& type, const std::string&
   }
   if (values.size() == 1) return full(type.shape, values[0], type.dtype);
   if (static_cast<int64_t>(values.size()) != type.size())
-    throw UsageError(what + ": " + std::to_string(values.size()) + " values given, expected 1 or " +
-                     std::to_string(type.size()));
+    throw UsageError(what + ": " + std::to_string(values.size()) + " values given, expected " +
+                     (type.size() == 1
+                          ? "1 (" + type.str() + " holds one value)"
+                          : "1 (every element) or " + std::to_string(type.size()) + " (" +
+                                type.str() + "'s elements in row-major order)"));
   return convert_array(Array::from_vector<double>(values, type.shape), type.dtype);
 }
 

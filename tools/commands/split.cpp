@@ -61,6 +61,8 @@ int split_command(const Args& args, std::ostream& out, std::ostream&) {
   if (!dir) throw UsageError("split: missing --out DIR, the folder for the parts");
   if (format && *format != "drx" && *format != "stablehlo")
     throw UsageError("split: --format is drx or stablehlo, got '" + *format + "'");
+  if (std::error_code ec; fs::exists(*dir, ec) && !fs::is_directory(*dir, ec))
+    throw UsageError("split: --out '" + *dir + "' is a file, expected a folder for the parts");
   const Program p = names_mlir_file(*file) ? results_only(load_mlir(*file, "split"))
                                            : load_program(*file, "split");
   const MapReduceForm form = mapreduce_form(p);
@@ -78,7 +80,7 @@ int split_command(const Args& args, std::ostream& out, std::ostream&) {
   return 0;
 }
 
-int aggregate_command(const Args& args, std::ostream& out, std::ostream&) {
+int aggregate_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::optional<std::string> plan_path, stage_text, clients_dir, out_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto v = flag_value(args, i, "--stage", "aggregate"))
@@ -97,17 +99,19 @@ int aggregate_command(const Args& args, std::ostream& out, std::ostream&) {
   if (!plan_path || !stage_text || !clients_dir || !out_dir)
     throw UsageError("aggregate: needs PLAN.json --stage S --clients DIR --out DIR");
   const MapReduceForm form = read_mapreduce_plan(*plan_path, "aggregate");
+  // Digits only: std::stoul would read "-1" as the largest size_t.
+  const std::string stages = "0.." + std::to_string(form.stages.size() - 1);
   size_t stage = 0;
-  try {
-    size_t used = 0;
-    stage = std::stoul(*stage_text, &used);
-    if (used != stage_text->size()) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
-    throw UsageError("aggregate: --stage '" + *stage_text + "' is not a stage number");
-  }
+  if (stage_text->empty() || stage_text->size() > 9 ||
+      !std::all_of(stage_text->begin(), stage_text->end(),
+                   [](unsigned char ch) { return std::isdigit(ch); }))
+    throw UsageError("aggregate: --stage '" + *stage_text +
+                     "' is not a stage number (the plan's stages are " + stages + ")");
+  stage = std::stoul(*stage_text);
   if (stage >= form.stages.size())
-    throw Error("aggregate: --stage " + std::to_string(stage) + ", but the plan has " +
-                std::to_string(form.stages.size()) + " stages");
+    throw UsageError("aggregate: --stage " + *stage_text + " is out of range: the plan has " +
+                     std::to_string(form.stages.size()) + " stage" +
+                     (form.stages.size() == 1 ? "" : "s") + " (" + stages + ")");
   const Stage& s = form.stages[stage];
 
   // One folder per client, named by its index; each index once.
@@ -118,8 +122,15 @@ int aggregate_command(const Args& args, std::ostream& out, std::ostream&) {
   for (const fs::directory_entry& e : fs::directory_iterator(*clients_dir)) {
     const std::string name = e.path().filename().string();
     if (!e.is_directory() || name.empty() ||
-        !std::all_of(name.begin(), name.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+        !std::all_of(name.begin(), name.end(), [](unsigned char ch) { return std::isdigit(ch); })) {
+      // Not silently: a folder meant as a client's but misnamed would otherwise just be missing.
+      err << "aggregate: ignoring '" << e.path().string() << "': client folders are named by "
+          << "the client's index (0.." << form.clients - 1 << ")\n";
       continue;
+    }
+    if (name.size() > 18)
+      throw Error("aggregate: client folder '" + e.path().string() + "': the plan has clients 0.." +
+                  std::to_string(form.clients - 1));
     const int64_t index = std::stoll(name);
     if (index >= form.clients)
       throw Error("aggregate: client folder '" + e.path().string() + "': the plan has clients 0.." +

@@ -161,6 +161,10 @@ Options parse_options(const std::vector<std::string>& args) {
     throw UsageError(
         "fedavg: the --dp-* flags need --dp-clip C (the L2 clip that turns on "
         "DP-FedAvg; 'inf' for none)");
+  if (o.dp() && std::isinf(o.dp_clip) && o.dp_noise > 0)
+    throw UsageError("fedavg: --dp-clip inf with --dp-noise " + fmt(o.dp_noise) +
+                     ": the noise's standard deviation is --dp-noise x --dp-clip, infinite; give "
+                     "a finite --dp-clip (--dp-clip inf alone means no clipping and no noise)");
   if (o.dp() && o.dp_quantile > 0 && o.dp_noise > 0) {
     const double sigma_b = o.dp_count_noise >= 0 ? o.dp_count_noise : o.cohort / 20.0;
     if (!(2 * sigma_b > o.dp_noise))
