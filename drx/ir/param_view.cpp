@@ -27,7 +27,8 @@ bool flag(const Params& p, const char* key, const std::string& op) {
 }
 
 void only_keys(const Params& p, const std::string& op, std::initializer_list<const char*> keys) {
-  for (const auto& [key, attr] : p.items()) {
+  for (const auto& item : p.items()) {
+    const std::string& key = item.first;
     const bool known = std::any_of(keys.begin(), keys.end(),
                                    [&](const char* k) { return std::strcmp(k, key.c_str()) == 0; });
     if (known) continue;
