@@ -200,6 +200,21 @@ TEST(Cli, RunIsCompiledByDefaultAndBitwiseEqualToJit) {
             1e-4);
 }
 
+// The training commands take each flag once: which of two values was meant is a guess.
+TEST(Cli, TrainingFlagsGivenTwiceAreUsageErrors) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"fedavg", "--rounds", "1", "--rounds=2"},
+        std::vector<std::string>{"lm", "--rounds", "1", "--rounds", "2"},
+        std::vector<std::string>{"fedavg", "--quiet", "--quiet"}}) {
+    CliResult r = cli(args);
+    EXPECT_EQ(r.code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find(args[0] + ": " + (args[1] == "--quiet" ? "--quiet" : "--rounds") +
+                         " is given twice"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 TEST(Cli, RunNpyErrors) {
   ProgramFile file(affine_program_text());
   ScratchPath x("x.npy"), wrong("wrong.npy"), r("r.npy");

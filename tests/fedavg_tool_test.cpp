@@ -343,6 +343,16 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
       {{"extra"}, "unexpected argument 'extra'"},
       {{"--mpi-timeout", "0"}, "--mpi-timeout expects a number > 0"},
       {{"--mpi", "--export-rounds", "x"}, "--export-rounds writes every client's data"},
+      // Flags that would change nothing, and flags given twice.
+      {{"--alpha", "0.3"}, "--alpha does nothing here: it applies only with --partition dirichlet"},
+      {{"--partition", "iid", "--shards-per-client", "2"},
+       "--shards-per-client does nothing here: it applies only with --partition shards"},
+      {{"--server-momentum", "0.5"}, "--server-momentum does nothing here"},
+      {{"--server-opt", "fedavgm", "--adam-beta1", "0.5"}, "--adam-beta1 does nothing here"},
+      {{"--server-opt", "fedadagrad", "--adam-beta2", "0.5"}, "--adam-beta2 does nothing here"},
+      {{"--dp-clip", "1", "--dp-clip-lr", "0.1"},
+       "--dp-clip-lr does nothing here: it applies only with --dp-quantile"},
+      {{"--rounds", "1", "--rounds", "2"}, "--rounds is given twice"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"fedavg", "--out", path("never")};

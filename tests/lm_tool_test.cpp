@@ -211,7 +211,17 @@ TEST_F(LmTool, BadFlagsNameTheFlagAndHelpListsThemAll) {
            {{"--client-opt", "adam"}, "--client-opt expects one of adamw|sgd"},
            {{"--rounds", "0"}, "--rounds expects an integer in [1, 100000000]"},
            {{"--bogus"}, "unknown flag '--bogus'"},
-           {{"--resume", "--overwrite"}, "exclude each other"}}) {
+           {{"--resume", "--overwrite"}, "exclude each other"},
+           {{"--workers", "3"},
+            "--workers does nothing here: it applies only with --algorithm diloco"},
+           {{"--algorithm", "diloco", "--cohort", "4"}, "--cohort does nothing here"},
+           {{"--client-momentum", "0.5"},
+            "--client-momentum does nothing here: it applies only "
+            "with --client-opt sgd"},
+           {{"--client-opt", "sgd", "--weight-decay", "0.1"}, "--weight-decay does nothing here"},
+           {{"--server-opt", "fedadam", "--server-momentum", "0.5"},
+            "--server-momentum does nothing here"},
+           {{"--layers", "1", "--layers", "2"}, "--layers is given twice"}}) {
     std::vector<std::string> full = {"lm"};
     full.insert(full.end(), args.begin(), args.end());
     CliResult r = cli(full);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "tools/cli.h"
@@ -18,9 +19,10 @@ namespace {
 
 }  // namespace
 
-void parse(const std::string& command, const std::vector<std::string>& args,
-           const std::map<std::string, Setter>& valued,
-           const std::map<std::string, std::function<void()>>& switches) {
+std::set<std::string> parse(const std::string& command, const std::vector<std::string>& args,
+                            const std::map<std::string, Setter>& valued,
+                            const std::map<std::string, std::function<void()>>& switches) {
+  std::set<std::string> given;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i], value;
     bool inline_value = false;
@@ -29,6 +31,9 @@ void parse(const std::string& command, const std::vector<std::string>& args,
       flag = flag.substr(0, eq);
       inline_value = true;
     }
+    // Which of two values was meant is a guess: refuse it rather than take the last.
+    if ((switches.count(flag) || valued.count(flag)) && !given.insert(flag).second)
+      throw UsageError(command + ": " + flag + " is given twice");
     if (auto s = switches.find(flag); s != switches.end()) {
       if (inline_value)
         throw UsageError(command + ": " + flag + " takes no value, got '" + args[i] + "'");
@@ -46,6 +51,14 @@ void parse(const std::string& command, const std::vector<std::string>& args,
                        "' (every option is a --flag)");
     }
   }
+  return given;
+}
+
+void refuse_unused(const std::string& command, const std::set<std::string>& given,
+                   const std::vector<std::string>& flags, bool used, const std::string& when) {
+  for (const std::string& flag : flags)
+    if (!used && given.count(flag))
+      throw UsageError(command + ": " + flag + " does nothing here: it applies only " + when);
 }
 
 int64_t parse_int(const std::string& command, const std::string& flag, const std::string& text,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,18 @@ namespace drx::tool::flags {
 using Setter = std::function<void(const std::string& flag, const std::string& value)>;
 
 // Runs each flag's setter (or switch) in order. Throws UsageError ("COMMAND: ...") for an
-// unknown flag, a missing value, a value given to a switch or a positional argument.
-void parse(const std::string& command, const std::vector<std::string>& args,
-           const std::map<std::string, Setter>& valued,
-           const std::map<std::string, std::function<void()>>& switches);
+// unknown flag, a flag given twice, a missing value, a value given to a switch or a positional
+// argument.
+// Returns the flags given.
+std::set<std::string> parse(const std::string& command, const std::vector<std::string>& args,
+                            const std::map<std::string, Setter>& valued,
+                            const std::map<std::string, std::function<void()>>& switches);
+
+// A flag that would change nothing is a mistake to point out, not to ignore: throws UsageError
+// "COMMAND: FLAG does nothing here: it applies only WHEN" when one of `flags` was given and
+// `used` is false.
+void refuse_unused(const std::string& command, const std::set<std::string>& given,
+                   const std::vector<std::string>& flags, bool used, const std::string& when);
 
 // The value parsers; each throws UsageError "COMMAND: FLAG expects ..., got 'TEXT'".
 int64_t parse_int(const std::string& command, const std::string& flag, const std::string& text,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "drx/data/idx.h"
@@ -145,8 +146,23 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
       {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
   };
-  flags::parse(kCommand, args, valued, switches);
+  const std::set<std::string> given = flags::parse(kCommand, args, valued, switches);
   if (o.help) return o;
+  flags::refuse_unused(kCommand, given, {"--alpha"}, o.partition == "dirichlet",
+                       "with --partition dirichlet");
+  flags::refuse_unused(kCommand, given, {"--shards-per-client"}, o.partition == "shards",
+                       "with --partition shards");
+  flags::refuse_unused(kCommand, given, {"--server-momentum"}, o.server_opt == "fedavgm",
+                       "with --server-opt fedavgm");
+  flags::refuse_unused(
+      kCommand, given, {"--adam-beta1", "--adam-eps"},
+      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad",
+      "with --server-opt fedadam, fedyogi or fedadagrad");
+  flags::refuse_unused(kCommand, given, {"--adam-beta2"},
+                       o.server_opt == "fedadam" || o.server_opt == "fedyogi",
+                       "with --server-opt fedadam or fedyogi");
+  flags::refuse_unused(kCommand, given, {"--dp-clip-lr", "--dp-count-noise"},
+                       given.count("--dp-quantile") > 0, "with --dp-quantile (adaptive clipping)");
   if (epochs_given && steps_given)
     throw UsageError("fedavg: --epochs and --local-steps exclude each other; give one");
   if (o.resume && o.overwrite)

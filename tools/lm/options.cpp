@@ -82,8 +82,28 @@ Options parse_options(const std::vector<std::string>& args) {
       {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
       {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
   };
-  flags::parse(kCommand, args, valued, switches);
+  const std::set<std::string> given = flags::parse(kCommand, args, valued, switches);
   if (o.help) return o;
+  const bool adaptive =
+      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad";
+  flags::refuse_unused(kCommand, given, {"--workers", "--outer-lr", "--outer-momentum"}, o.diloco(),
+                       "with --algorithm diloco");
+  flags::refuse_unused(kCommand, given,
+                       {"--cohort", "--server-opt", "--server-lr", "--server-momentum",
+                        "--adam-beta1", "--adam-beta2", "--adam-eps"},
+                       !o.diloco(),
+                       "with --algorithm fedavg (DiLoCo's server is its outer Nesterov step)");
+  flags::refuse_unused(kCommand, given, {"--server-momentum"}, o.server_opt == "fedavgm",
+                       "with --server-opt fedavgm");
+  flags::refuse_unused(kCommand, given, {"--adam-beta1", "--adam-eps"}, adaptive,
+                       "with --server-opt fedadam, fedyogi or fedadagrad");
+  flags::refuse_unused(kCommand, given, {"--adam-beta2"},
+                       o.server_opt == "fedadam" || o.server_opt == "fedyogi",
+                       "with --server-opt fedadam or fedyogi");
+  flags::refuse_unused(kCommand, given, {"--client-momentum"}, o.client_opt == "sgd",
+                       "with --client-opt sgd");
+  flags::refuse_unused(kCommand, given, {"--weight-decay"}, o.client_opt == "adamw",
+                       "with --client-opt adamw");
   if (o.resume && o.overwrite)
     throw UsageError("lm: --resume and --overwrite exclude each other; give one");
   if (o.width % o.heads != 0)
