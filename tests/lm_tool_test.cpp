@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -81,8 +82,10 @@ class LmTool : public ::testing::Test {
                                      "--checkpoint-every",
                                      "1",
                                      "--quiet"};
-    args.insert(args.end(), more.begin(), more.end());
-    return cli(args);
+    // DiLoCo has workers, not a cohort.
+    const bool diloco = std::find(more.begin(), more.end(), "diloco") != more.end();
+    return cli(with_flags(
+        args, more, diloco ? std::vector<std::string>{"--cohort"} : std::vector<std::string>{}));
   }
 
   // A full run against one stopped after 2 rounds and resumed.

