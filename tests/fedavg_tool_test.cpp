@@ -353,6 +353,7 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
       {{"--dp-clip", "1", "--dp-clip-lr", "0.1"},
        "--dp-clip-lr does nothing here: it applies only with --dp-quantile"},
       {{"--rounds", "1", "--rounds", "2"}, "--rounds is given twice"},
+      {{"--export-rounds", DRX_SOURCE_DIR "/README.md"}, "' is a file, expected a folder"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"fedavg", "--out", path("never")};

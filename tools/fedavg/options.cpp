@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -16,6 +17,8 @@
 
 namespace drx::tool::fedavg {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr const char* kCommand = "fedavg";
 
@@ -190,6 +193,10 @@ Options parse_options(const std::vector<std::string>& args) {
                        "(here " +
                        fmt(sigma_b) + ") > --dp-noise");
   }
+  if (std::error_code ec; !o.export_rounds.empty() && fs::exists(o.export_rounds, ec) &&
+                          !fs::is_directory(o.export_rounds, ec))
+    throw UsageError("fedavg: --export-rounds '" + o.export_rounds +
+                     "' is a file, expected a folder for the rounds' jobs");
   if (o.mpi && !o.export_rounds.empty())
     throw UsageError(
         "fedavg: --export-rounds writes every client's data, which no rank of an MPI run "
