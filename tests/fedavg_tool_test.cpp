@@ -526,7 +526,7 @@ TEST_F(FedavgTool, FedAdamHyperparametersReachTheServerAndTheCheckpoint) {
 
 TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
   const std::string data = synthetic_data();
-  const std::vector<std::string> args = with_flags(
+  const std::vector<std::string> args = drx::testing::with_flags(
       quick_run(data, path("out"), 4), {"--max-seconds", "0.000001", "--checkpoint-every", "100"});
   CliResult r = cli(args);
   ASSERT_EQ(r.code, 0) << r.err;

@@ -84,7 +84,7 @@ class LmTool : public ::testing::Test {
                                      "--quiet"};
     // DiLoCo has workers, not a cohort.
     const bool diloco = std::find(more.begin(), more.end(), "diloco") != more.end();
-    return cli(with_flags(
+    return cli(drx::testing::with_flags(
         args, more, diloco ? std::vector<std::string>{"--cohort"} : std::vector<std::string>{}));
   }
 
