@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # FedAvg on Fashion-MNIST as a batch job, every client in a process of its own.
+# (Without per-client processes, one command runs a whole exported round from its files:
+#   drx mapreduce run round-1/parts/plan.json --server round-1/server --clients round-1/clients --out OUT)
 #
 # `drx fedavg --export-rounds` trains in process and writes each round as a job: the round's
 # MapReduce parts (drx split of the round over the clients' own data), the server's inputs and
@@ -8,7 +10,10 @@
 #   client's own .npy files, launched by xargs -P -> drx aggregate (canonical order, streaming)
 #   -> server_update (drx run),
 # feeding each round's params and state into the next, and checks that every round's results
-# are bitwise those of drx fedavg in process.
+# are bitwise those of drx fedavg in process. The plan names its values after the round's
+# arguments and results (params/dense0/w, state/..., x, y, mask, weights, loss): a value NAME is
+# the file NAME.npy, a '/' a subfolder, and a round's params/... and state/... results are the
+# next round's inputs of the same names.
 #
 #   examples/batch_fedavg.sh [WORK_DIR]
 # Environment: DRX (the drx program), ROUNDS (3), JOBS (client processes at a time, 2), DATA
@@ -41,7 +46,10 @@ run_part() {
     args+=(--arg "$file")
   done < "$parts/$base.inputs"
   mkdir -p "$out"
-  while read -r name; do args+=(--out "$out/$name.npy"); done < "$parts/$base.outputs"
+  while read -r name; do
+    mkdir -p "$(dirname "$out/$name.npy")"
+    args+=(--out "$out/$name.npy")
+  done < "$parts/$base.outputs"
   "$DRX" run "$parts/$base.drx" "${args[@]}"
 }
 export -f run_part
@@ -58,11 +66,14 @@ for ((r = 1; r <= ROUNDS; r++)); do
   parts="$job/parts"
   server="$WORK/batch/round-$r/server"
   mkdir -p "$server"
-  if [[ -z "$previous" ]]; then
-    cp "$job/server/"*.npy "$server/"          # round 1: the initial params and state
-  else
-    while read -r from to; do cp "$previous/$from.npy" "$server/$to.npy"; done < "$job/carry"
-  fi
+  # The server's inputs: round 1's initial params and state, then the previous round's results
+  # of the same names.
+  from="$job/server"
+  [[ -n "$previous" ]] && from="$previous"
+  (cd "$job/server" && find . -name '*.npy') | while read -r name; do
+    mkdir -p "$(dirname "$server/$name")"
+    cp "$from/$name" "$server/$name"
+  done
   clients=$(ls "$job/clients" | wc -l)
   stages=$(ls "$parts"/stage*.client_work.drx | wc -l)
   for ((s = 0; s < stages; s++)); do
@@ -81,12 +92,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
       "($JOBS at a time), aggregate $(elapsed "$t1" "$t2") s"
   done
   # Every result of the round, bitwise against drx fedavg in process.
-  for want in "$job/expected/"*.npy; do
-    if ! cmp -s "$want" "$server/$(basename "$want")"; then
-      echo "batch_fedavg: round $r: $(basename "$want") differs from drx fedavg's" >&2
+  while read -r name; do
+    if ! cmp -s "$job/expected/$name" "$server/$name"; then
+      echo "batch_fedavg: round $r: $name differs from drx fedavg's" >&2
       exit 1
     fi
-  done
+  done < <(cd "$job/expected" && find . -name '*.npy')
   previous="$server"
 done
 echo "batch_fedavg: $ROUNDS rounds in separate processes, bitwise equal to drx fedavg"

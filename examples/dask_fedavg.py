@@ -7,7 +7,9 @@ those files on a Dask LocalCluster of worker processes on loopback: the client w
 stage is mapped over the clients as Dask tasks (each task runs `drx run` on that client's files,
 as a Beam DoFn or a cluster job would), `drx aggregate` folds the results in drx's canonical
 order, and the server parts run on the driver. Every round's results must equal drx fedavg's
-in-process results bitwise.
+in-process results bitwise. The plan names its values after the round's arguments and results
+(params/dense0/w, x, loss, ...): a value NAME is the file NAME.npy, a '/' a subfolder, and a
+round's params/... and state/... results are the next round's inputs of the same names.
 
     /usr/bin/python3 examples/dask_fedavg.py --drx build/drx [--work DIR] [--rounds N]
 
@@ -34,8 +36,16 @@ def run_part(drx, parts, base, out, *inputs):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(parts, base + ".outputs")) as f:
         for name in f.read().split():
-            args += ["--out", os.path.join(out, name + ".npy")]
+            path = os.path.join(out, name + ".npy")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            args += ["--out", path]
     subprocess.run(args, check=True)
+
+
+def npy_files(folder):
+    """The .npy files under FOLDER, as paths relative to it (a value's name and '.npy')."""
+    return sorted(os.path.relpath(os.path.join(d, f), folder)
+                  for d, _, files in os.walk(folder) for f in files if f.endswith(".npy"))
 
 
 def client_task(drx, parts, base, out, data, server):
@@ -78,18 +88,14 @@ def main():
             parts = os.path.join(job, "parts")
             server = os.path.join(work, "dask", f"round-{r}", "server")
             os.makedirs(server, exist_ok=True)
-            if previous is None:
-                for f in os.listdir(os.path.join(job, "server")):
-                    with open(os.path.join(job, "server", f), "rb") as src, \
-                            open(os.path.join(server, f), "wb") as dst:
-                        dst.write(src.read())
-            else:
-                with open(os.path.join(job, "carry")) as f:
-                    for line in f:
-                        src_name, dst_name = line.split()
-                        with open(os.path.join(previous, src_name + ".npy"), "rb") as src, \
-                                open(os.path.join(server, dst_name + ".npy"), "wb") as dst:
-                            dst.write(src.read())
+            # Round 1's initial params and state, then the previous round's results of the
+            # same names.
+            source = os.path.join(job, "server") if previous is None else previous
+            for name in npy_files(os.path.join(job, "server")):
+                os.makedirs(os.path.dirname(os.path.join(server, name)), exist_ok=True)
+                with open(os.path.join(source, name), "rb") as src, \
+                        open(os.path.join(server, name), "wb") as dst:
+                    dst.write(src.read())
             clients = sorted(int(c) for c in os.listdir(os.path.join(job, "clients")))
             stages = len([f for f in os.listdir(parts) if f.endswith(".client_work.drx")])
             for s in range(stages):
@@ -112,7 +118,7 @@ def main():
                       f"in {t1 - t0:.3f} s (a client's drx run {max(seconds):.3f} s at most), "
                       f"aggregate {t2 - t1:.3f} s")
             expected = os.path.join(job, "expected")
-            for name in sorted(os.listdir(expected)):
+            for name in npy_files(expected):
                 if not filecmp.cmp(os.path.join(expected, name), os.path.join(server, name),
                                    shallow=False):
                     sys.exit(f"dask_fedavg: round {r}: {name} differs from drx fedavg's")

@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes as a FedAvg checkpoint file. `drx fedavg --resume` reads
+// libFuzzer target: arbitrary bytes as a checkpoint file (drx/data/checkpoint.h). `--resume` reads
 // whatever is on disk, so a damaged or hostile file must give a drx::Error, never a crash or
 // an out-of-bounds read. What decodes must survive encode/decode unchanged.
 #include <zlib.h>
@@ -8,27 +8,27 @@
 #include <cstring>
 #include <string>
 
+#include "drx/data/checkpoint.h"
 #include "drx/drx.h"
-#include "tools/fedavg/checkpoint.h"
 
 namespace {
 
-namespace fa = drx::tool::fedavg;
+namespace dd = drx::data;
 
 void decode_and_round_trip(const std::string& bytes) {
-  fa::Checkpoint c;
+  dd::Checkpoint c;
   try {
-    c = fa::decode_checkpoint(bytes, "fuzz");
+    c = dd::decode_checkpoint(bytes, "fuzz");
   } catch (const drx::Error&) {
     return;
   }
   // encode(decode(x)) need not equal x byte for byte, but one more round trip must be exact.
-  const std::string once = fa::encode_checkpoint(c);
-  const fa::Checkpoint again = fa::decode_checkpoint(once, "fuzz re-encoded");
+  const std::string once = dd::encode_checkpoint(c);
+  const dd::Checkpoint again = dd::decode_checkpoint(once, "fuzz re-encoded");
   if (again.round != c.round || again.config != c.config ||
       again.history.size() != c.history.size())
     __builtin_trap();
-  if (fa::encode_checkpoint(again) != once) __builtin_trap();
+  if (dd::encode_checkpoint(again) != once) __builtin_trap();
 }
 
 }  // namespace

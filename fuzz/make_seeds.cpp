@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "drx/data/checkpoint.h"
 #include "drx/drx.h"
 #include "drx/exec/executable.h"
 #include "drx/stablehlo/import.h"
 #include "drx/stablehlo/mlir_ast.h"
-#include "tools/fedavg/checkpoint.h"
 
 namespace {
 
@@ -257,13 +257,13 @@ void program_seeds(const std::string& dir) {
 // Checkpoints with every tree kind and dtype, plus one cut short so the fuzzer also starts
 // inside the error paths.
 void checkpoint_seeds(const std::string& dir) {
-  namespace fa = drx::tool::fedavg;
-  fa::Checkpoint empty;
+  namespace dd = drx::data;
+  dd::Checkpoint empty;
   empty.params = drx::Tree::list({});
   empty.state = drx::Tree::list({});
-  write(dir + "/empty.ckpt", fa::encode_checkpoint(empty));
+  write(dir + "/empty.ckpt", dd::encode_checkpoint(empty));
 
-  fa::Checkpoint c;
+  dd::Checkpoint c;
   c.config = {{"clients", "100"}, {"lr", "0.1"}, {"server-opt", "fedadam"}};
   c.round = 3;
   c.params =
@@ -274,11 +274,11 @@ void checkpoint_seeds(const std::string& dir) {
        drx::Tree(Array::scalar<int64_t>(7))});
   const double nan = std::numeric_limits<double>::quiet_NaN();
   c.history = {{1, 2.3, nan, nan, 0.5}, {2, 1.9, 1.7, 0.41, 1.1}, {3, 1.5, nan, nan, 1.6}};
-  const std::string typical = fa::encode_checkpoint(c);
+  const std::string typical = dd::encode_checkpoint(c);
   write(dir + "/typical.ckpt", typical);
   write(dir + "/truncated.ckpt", typical.substr(0, typical.size() / 2));
 
-  fa::Checkpoint dtypes;
+  dd::Checkpoint dtypes;
   dtypes.config = {{"partition", "dirichlet"}};
   dtypes.round = 650;
   dtypes.params = drx::Tree::list(
@@ -286,7 +286,7 @@ void checkpoint_seeds(const std::string& dir) {
        drx::Tree(Array::from_vector<bool>({true, false}, {2})), drx::Tree(Array(drx::f32, {0, 3})),
        drx::Tree::list({drx::Tree::list({drx::Tree(Array::scalar<double>(1e300))})})});
   dtypes.state = drx::Tree::dict({});
-  write(dir + "/dtypes.ckpt", fa::encode_checkpoint(dtypes));
+  write(dir + "/dtypes.ckpt", dd::encode_checkpoint(dtypes));
 }
 
 std::string be32(uint32_t v) {

@@ -17,6 +17,7 @@
 
 #include "drx/drx.h"
 #include "tests/cli_util.h"
+#include "tests/fashion_fixture.h"
 #include "tools/cli.h"
 #include "tools/fedavg/atomic_file.h"
 #include "tools/fedavg/checkpoint.h"
@@ -72,35 +73,9 @@ class FedavgTool : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
-  // IDX files (plain bytes; the loader reads them through zlib, which passes plain data
-  // through) of a learnable 10-class problem: class c lights up pixel block c.
   std::string synthetic_data(int64_t train_n = 400, int64_t test_n = 200) {
-    const std::string dir = path("data");
-    fs::create_directories(dir);
-    std::mt19937 rng(7);
-    auto write_split = [&](const std::string& prefix, int64_t n) {
-      std::string images, labels;
-      auto be32 = [](std::string& s, uint32_t v) {
-        for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>(v >> shift));
-      };
-      be32(images, 0x803), be32(images, static_cast<uint32_t>(n)), be32(images, 28),
-          be32(images, 28);
-      be32(labels, 0x801), be32(labels, static_cast<uint32_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        int c = static_cast<int>(rng() % 10);
-        labels.push_back(static_cast<char>(c));
-        for (int p = 0; p < 784; ++p) {
-          int v = static_cast<int>(rng() % 60);
-          if (p / 78 == c) v += 150;
-          images.push_back(static_cast<char>(v));
-        }
-      }
-      spit(dir + "/" + prefix + "-images-idx3-ubyte.gz", images);
-      spit(dir + "/" + prefix + "-labels-idx1-ubyte.gz", labels);
-    };
-    write_split("train", train_n);
-    write_split("t10k", test_n);
-    return dir;
+    drx::testing::write_synthetic_fashion(path("data"), train_n, test_n);
+    return path("data");
   }
 
   // Flags of a quick run on the synthetic data, writing to out/.

@@ -37,6 +37,7 @@ const std::vector<std::string> kHeaders = {"drx/ops/ops.h",
                                            "drx/optim/schedules.h",
                                            "drx/optim/optim.h",
                                            "drx/optim/lm.h",
+                                           "drx/optim/federated_round.h",
                                            "drx/privacy/dp_fedavg.h"};
 // The namespaces of those headers whose functions are ops (not detail, prims, ...).
 bool api_namespace(const std::string& ns) {

@@ -129,6 +129,31 @@ const std::vector<Command>& commands() {
        "\n"
        "  drx aggregate parts/plan.json --stage 0 --clients out/ --out server/\n",
        aggregate_command},
+      {"mapreduce", "run PLAN.json --clients DIR --server DIR --out DIR [--client-outputs DIR]",
+       "run a whole MapReduce plan over the server's and the clients' files",
+       "Runs every stage of the plan `drx split` (or `drx fedavg --export-rounds`) wrote,\n"
+       "in this process, as one driver: server_prepare, each client's work on its own\n"
+       "files, aggregation in drx's canonical order (streaming, in client order) and\n"
+       "server_update, so a batch job needs no hand-written driver. The results are\n"
+       "bitwise what the whole program computes (drx::jit).\n"
+       "\n"
+       "  --server DIR          the server's inputs, DIR/NAME.npy for each plan input\n"
+       "                        that is not client data\n"
+       "  --clients DIR         client I's data in DIR/I/NAME.npy; the folders are named\n"
+       "                        by client index, 0..clients-1, each once (anything else\n"
+       "                        is named on stderr and skipped)\n"
+       "  --out DIR             the plan's outputs, written as DIR/NAME.npy (each\n"
+       "                        atomically) once every stage has run\n"
+       "  --client-outputs DIR  also write client I's outputs of stage S to\n"
+       "                        DIR/stageS/I/NAME.npy\n"
+       "\n"
+       "A value named with '/' (params/dense0/w) is a file in a subfolder. A missing\n"
+       "file, or one of another dtype or shape than the plan's, is an error naming the\n"
+       "file and the type expected, before anything is written.\n"
+       "\n"
+       "  drx mapreduce run round-1/parts/plan.json --server round-1/server \\\n"
+       "      --clients round-1/clients --out results/\n",
+       mapreduce_command},
       {"fedavg", fedavg::usage_text(), fedavg::summary_text(), fedavg::details_text(),
        fedavg_command},
       {"lm", lm::usage_text(), lm::summary_text(), lm::details_text(), lm_command},

@@ -5,20 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "drx/array/error.h"
+#include "tools/flags.h"
 
 namespace drx::tool {
 
-// Exit codes of the drx program.
+// Exit codes of the drx program (README, "Exit codes").
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitError = 1;  // a drx::Error while running a command
-inline constexpr int kExitUsage = 2;  // unknown command, bad flag or missing argument
-
-// A command line the program does not understand (exit code 2).
-class UsageError : public Error {
- public:
-  using Error::Error;
-};
+inline constexpr int kExitError = 1;     // a drx::Error while running a command
+inline constexpr int kExitUsage = 2;     // unknown command, bad flag or missing argument
+inline constexpr int kExitDiverged = 3;  // training stopped at a round that was not finite
 
 // Runs `drx args...` (args excludes the program name); returns the exit code.
 // Never throws: errors are printed to `err` as "drx: error: ...".

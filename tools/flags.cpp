@@ -7,8 +7,6 @@
 #include <set>
 #include <sstream>
 
-#include "tools/cli.h"
-
 namespace drx::tool::flags {
 namespace {
 

@@ -9,6 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "drx/array/error.h"
+
+namespace drx::tool {
+
+// A command line the program does not understand (exit code 2).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace drx::tool
+
 namespace drx::tool::flags {
 
 using Setter = std::function<void(const std::string& flag, const std::string& value)>;

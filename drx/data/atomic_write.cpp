@@ -4,13 +4,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "drx/array/error.h"
 
 namespace drx::data {
 namespace {
+
+// A temporary file is named target + kTempInfix + kTempRandom letters and digits
+// (mkstemp's); is_atomic_temp_of recognises exactly these names.
+constexpr std::string_view kTempInfix = ".tmp.";
+constexpr size_t kTempRandom = 6;  // mkstemp takes exactly six Xs
 
 std::string directory_of(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -22,7 +30,7 @@ std::string directory_of(const std::string& path) {
 class TempFile {
  public:
   TempFile(const std::string& target, std::string_view op) : target_(target), op_(op) {
-    std::string name = target + ".tmp.XXXXXX";  // mkstemp fills in the Xs
+    std::string name = target + std::string(kTempInfix) + std::string(kTempRandom, 'X');
     fd_ = ::mkstemp(name.data());
     if (fd_ < 0) fail("creating a temporary file next to it", errno);
     path_ = name;
@@ -84,6 +92,25 @@ void write_file_atomically(const std::string& path, const std::vector<std::strin
   TempFile tmp(path, op);
   for (std::string_view part : parts) tmp.write_all(part);
   tmp.commit();
+}
+
+bool is_atomic_temp_of(std::string_view name, std::string_view target) {
+  if (name.size() != target.size() + kTempInfix.size() + kTempRandom || !name.starts_with(target) ||
+      name.substr(target.size(), kTempInfix.size()) != kTempInfix)
+    return false;
+  const std::string_view random = name.substr(target.size() + kTempInfix.size());
+  return std::all_of(random.begin(), random.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
+}
+
+std::string read_file(const std::string& path, std::string_view op) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(std::string(op) + ": cannot open '" + path + "': " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(std::string(op) + ": cannot read '" + path + "'");
+  return ss.str();
 }
 
 }  // namespace drx::data

@@ -67,10 +67,6 @@ Activity::~Activity() {
   activity = std::move(previous_);
 }
 
-bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
-}
-
 World& init(int& argc, char**& argv, const Options& options) {
   check_timeout(options.timeout_s);
   std::shared_ptr<MpiGroup>& g = group_slot();
@@ -198,6 +194,43 @@ Array local_rows(const Array& global, const World& world) {
         static_cast<const char*>(global.raw()) + static_cast<size_t>(first) * row_bytes(global),
         local.nbytes());
   return local;
+}
+
+Array keep_rows(const Array& global, std::pair<int64_t, int64_t> rows) {
+  const auto [first, end] = rows;
+  if (global.shape().empty() || first < 0 || end < first || end > global.shape()[0])
+    throw Error("drx::dist::keep_rows: rows [" + std::to_string(first) + ", " +
+                std::to_string(end) + ") of " + std::string(dtype_name(global.dtype())) +
+                shape_str(global.shape()) +
+                " (expected a range within the leading axis of a non-scalar array)");
+  Array kept(global.dtype(), global.shape());  // zeros
+  const size_t row = row_bytes(global);
+  if (end > first)
+    std::memcpy(static_cast<char*>(kept.raw()) + static_cast<size_t>(first) * row,
+                static_cast<const char*>(global.raw()) + static_cast<size_t>(first) * row,
+                static_cast<size_t>(end - first) * row);
+  return kept;
+}
+
+Array gather_rows(const Array& global, const World& world, const std::string& what) {
+  if (global.shape().empty())
+    throw Error("drx::dist::gather_rows: " + what + " is " +
+                std::string(dtype_name(global.dtype())) + shape_str(global.shape()) +
+                ", expected an array with a leading (placement) axis");
+  const Array mine = local_rows(global, world);
+  const std::string bytes(static_cast<const char*>(mine.raw()), mine.nbytes());
+  const std::vector<std::string> parts = world.gather(bytes, what);
+  if (!world.is_root()) return global;
+  Array all(global.dtype(), global.shape());
+  size_t at = 0;
+  for (const std::string& part : parts) {
+    if (at + part.size() > all.nbytes())
+      throw Error("drx::dist::gather_rows: the processes sent more rows of " + what + " than " +
+                  std::to_string(global.shape()[0]));
+    std::memcpy(static_cast<char*>(all.raw()) + at, part.data(), part.size());
+    at += part.size();
+  }
+  return all;
 }
 
 }  // namespace drx::dist

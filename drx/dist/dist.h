@@ -35,6 +35,7 @@
 
 #include "drx/array/array.h"
 #include "drx/core/mesh.h"
+#include "drx/dist/launch.h"  // launched_by_mpirun()
 
 namespace drx::dist {
 
@@ -43,10 +44,6 @@ struct Options {
   // aborting the job.
   double timeout_s = 30;
 };
-
-// Whether mpirun (Open MPI, or a PMI launcher) started this process, so a
-// tool can run distributed without being asked.
-bool launched_by_mpirun();
 
 class World {
  public:
@@ -99,6 +96,17 @@ World& world();
 Array place_rows(const Array& local, int64_t clients, const World& world);
 // This process's rows of a global array over the placement.
 Array local_rows(const Array& global, const World& world);
+// `global` with only the rows [rows.first, rows.second) kept and every other
+// row 0: what a process holds of a placed value (e.g. a resumed checkpoint's
+// per-client states, of which each process keeps its own clients' rows).
+// Pass world.clients(global.shape()[0]). Throws drx::Error for a scalar or a
+// range outside the leading axis.
+Array keep_rows(const Array& global, std::pair<int64_t, int64_t> rows);
+// On rank 0, a placed array of `global`'s shape whose rows are every
+// process's own rows of its `global` (those of world.clients); the other
+// processes get `global` back. Every process must call it. `what` names the
+// value in errors.
+Array gather_rows(const Array& global, const World& world, const std::string& what);
 
 // Names what the processes are doing (e.g. "round 17") while it lives, for
 // the timeout message: "rank 1 stopped responding during reduce_sum of round 17".

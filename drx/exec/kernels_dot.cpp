@@ -22,6 +22,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "drx/exec/blas_calls.h"
 #include "drx/exec/blas_threads.h"
 #include "drx/exec/kernels.h"
 #include "drx/exec/thread_pool.h"
@@ -46,6 +47,7 @@ void gemm_rows(const Gemm& g, const T* a, const T* b, T* c, T alpha, T beta, int
   const int lda = static_cast<int>(g.trans_a ? g.m : g.k), ldb = g.trans_b ? k : n;
   const T* a0 = a + (g.trans_a ? r0 : r0 * g.k);
   T* c0 = c + r0 * g.n;
+  const BlasCallSlot slot;  // OpenBLAS crashes with too many calls at once (blas_calls.h)
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a0, lda, b, ldb, beta, c0, n);
   else

@@ -7,6 +7,10 @@
 // Every value that crosses parts has a name after its variable in
 // simplify(program): "v12" is the server value %12, "c12" one client's row of
 // the placed value %12, "client_index" the client's global index (i32[]).
+// mapreduce_form(program, names) gives the program's inputs, client data and
+// outputs the caller's names instead ("params/w", "x", "loss"; see
+// mapreduce_names.h), so that a round's outputs carry into the next round's
+// inputs by name.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -69,6 +73,24 @@ struct MapReduceForm {
 // a placement other than by reduce_sum/max/min, work across clients' rows at
 // the top level, nested placements at the top level, placed outputs.
 MapReduceForm mapreduce_form(const Program& program);
+
+// One name per program input and per program output (mapreduce_names.h makes
+// them from a traced function's argument and result trees).
+struct FormNames {
+  std::vector<std::string> inputs, outputs;
+};
+// The form above with the program's inputs (server inputs and client data)
+// and outputs under `names`; values between parts keep their SSA names.
+// An output may take the name of an input of its type (an update in place: a
+// round's params): a runner that keeps one value per name then reads the
+// input until the output replaces it. The output is written where it is
+// computed when no later part reads the input, else copied by the last
+// server_update, as is an output that is an input or another output
+// unchanged under a different name. drx::Error for a wrong count, an invalid,
+// reserved or repeated name, an update in place of another type, or an input
+// the server reads whole that the clients also get row by row (one name
+// cannot denote both).
+MapReduceForm mapreduce_form(const Program& program, const FormNames& names);
 
 // Folds client rows into one value in drx's canonical tree over client
 // indices, holding the O(log clients) partial rows of the tree, so the

@@ -1,5 +1,6 @@
 // Streaming aggregation in the canonical tree, and the in-process composition
-// of a MapReduce form's parts.
+// of a MapReduce form's parts (the driver, mapreduce_driver.h, with its
+// in-process executor).
 #include <map>
 
 #include "drx/array/error.h"
@@ -8,6 +9,7 @@
 #include "drx/core/primitive.h"
 #include "drx/core/reduction.h"
 #include "drx/exec/executable.h"
+#include "drx/export/mapreduce_driver.h"
 #include "drx/export/mapreduce_form.h"
 #include "drx/ops/primitives.h"
 
@@ -144,65 +146,10 @@ std::vector<Array> run_mapreduce_form(const MapReduceForm& form, const std::vect
     throw Error("run_mapreduce_form: " + std::to_string(inputs.size()) + " inputs, expected " +
                 std::to_string(form.inputs.size()));
   std::map<std::string, Array> server;
-  std::map<std::string, const Array*> data;  // placed inputs: client i reads row i
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    server[form.inputs[k]] = inputs[k];
-  }
-  for (const auto& [name, k] : form.client_data) data[name] = &inputs.at(k);
-  std::vector<std::map<std::string, Array>> state(static_cast<size_t>(form.clients));
-  auto run_part = [&](const Part& part, auto&& get) {
-    std::vector<Array> args;
-    for (const std::string& name : part.inputs) args.push_back(get(name));
-    return compile(part.program, CompileOptions{}).run(args);
-  };
-  auto from_server = [&](const std::string& name) -> Array {
-    auto it = server.find(name);
-    if (it == server.end()) throw Error("run_mapreduce_form: no server value '" + name + "'");
-    return it->second;
-  };
-  for (const Stage& stage : form.stages) {
-    std::vector<Array> prepared = run_part(stage.server_prepare, from_server);
-    for (size_t k = 0; k < prepared.size(); ++k)
-      server[stage.server_prepare.outputs[k]] = prepared[k];
-    // Compiled as the map_fn body it was cut from, so its products take a map body's path.
-    CompileOptions as_map_body;
-    as_map_body.map_body = true;
-    const Executable work = compile(stage.client_work.program, as_map_body);
-    std::vector<StreamingAggregate> folds;
-    for (const AggregationSpec& spec : stage.aggregations)
-      folds.emplace_back(spec, form.types.at(spec.client_value),
-                         spec.weight.empty() ? Type() : form.types.at(spec.weight));
-    for (int64_t i = 0; i < form.clients; ++i) {
-      std::map<std::string, Array>& mine = state[static_cast<size_t>(i)];
-      std::vector<Array> args;
-      for (const std::string& name : stage.client_work.inputs) {
-        if (name == "client_index")
-          args.push_back(full({}, static_cast<double>(i), DType::i32));
-        else if (data.count(name))
-          args.push_back(client_row(*data.at(name), i));
-        else if (mine.count(name))
-          args.push_back(mine.at(name));
-        else
-          args.push_back(from_server(name));
-      }
-      std::vector<Array> outs = work.run(args);
-      std::map<std::string, Array> by_name;
-      for (size_t k = 0; k < outs.size(); ++k) by_name[stage.client_work.outputs[k]] = outs[k];
-      for (size_t a = 0; a < folds.size(); ++a) {
-        const AggregationSpec& spec = stage.aggregations[a];
-        folds[a].add(by_name.at(spec.client_value),
-                     spec.weight.empty() ? nullptr : &by_name.at(spec.weight));
-      }
-      for (const std::string& name : stage.state_out) mine[name] = by_name.at(name);
-    }
-    for (size_t a = 0; a < folds.size(); ++a)
-      server[stage.aggregations[a].server_value] = folds[a].finish();
-    std::vector<Array> updated = run_part(stage.server_update, from_server);
-    for (size_t k = 0; k < updated.size(); ++k) server[stage.server_update.outputs[k]] = updated[k];
-  }
-  std::vector<Array> outs;
-  for (const std::string& name : form.outputs) outs.push_back(from_server(name));
-  return outs;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!form.client_data.count(form.inputs[k])) server[form.inputs[k]] = inputs[k];
+  InProcessClientExecutor clients(form, inputs);
+  return run_mapreduce(form, server, clients, {.op = "run_mapreduce_form"});
 }
 
 }  // namespace drx

@@ -10,10 +10,9 @@
 #include "drx/nn/nn.h"
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+#include "drx/optim/federated_round.h"
 #include "drx/optim/tx_support.h"
 #include "drx/trace/tree_math.h"
-#include "drx/transforms/api.h"
-#include "drx/transforms/loops.h"
 
 DRX_PUBLIC_OPS_FILE(optim_lm);
 
@@ -44,34 +43,10 @@ void check_windows(const LmRoundSpec& spec, const Value& windows, const char* op
                 " (clients, steps, batch, context + 1) placed at clients, got " + t.str());
 }
 
-// A client's local steps from `start` with optimizer state `opt_state`: the final params and
-// state and the mean of the steps' losses.
-struct Local {
-  Tree params, opt_state;
-  Value mean_loss;
-};
-Local local_steps(const nn::TransformerConfig& model, const GradientTransformation& opt,
-                  const Tree& start, const Tree& opt_state, const Value& windows) {
-  auto loss_and_grad =
-      value_and_grad([model](Tree p, Value w) { return nn::transformer_loss(model, p, w); });
-  const DType dt = tree_leaves(start)[0].value().dtype();
-  Tree carry =
-      Tree::dict({{"loss_sum", Tree(fill({}, 0.0, dt))}, {"opt", opt_state}, {"p", start}});
-  auto step = [&](const Tree& c, const Tree& w) -> std::pair<Tree, Tree> {
-    auto [loss, g] = loss_and_grad(c["p"], w.value());
-    auto [updates, next] = opt.update(g, c["opt"], c["p"]);
-    return {Tree::dict({{"loss_sum", Tree(c["loss_sum"].value() + loss)},
-                        {"opt", next},
-                        {"p", apply_updates(c["p"], updates)}}),
-            Tree()};
-  };
-  carry = scan(step, carry, Tree(windows)).first;
-  const double steps = static_cast<double>(windows.shape()[0]);
-  return {carry["p"], carry["opt"], carry["loss_sum"].value() / steps};
-}
-
-Value safe_div(const Value& x, const Value& total) {
-  return x / maximum(total, x.dtype() == DType::f64 ? 1e-300 : 1e-30);
+// The model's mean next-token loss on one step's windows.
+LossFn window_loss(const nn::TransformerConfig& model) {
+  return
+      [model](const Tree& p, const Tree& w) { return nn::transformer_loss(model, p, w.value()); };
 }
 
 }  // namespace
@@ -96,35 +71,13 @@ LmRoundFn lm_fedavg_round(const LmRoundSpec& spec) {
   spec.server.transformation();
   auto round = [spec](Tree params, Tree state, Value windows, Value weights) -> Tree {
     DType dt;
-    Tree p = param_values(params, "lm_fedavg_round", &dt);
+    param_values(params, "lm_fedavg_round", &dt);
     check_windows(spec, windows, "lm_fedavg_round");
-    const Type& wt = weights.type();
-    if (wt.shape != Shape{spec.cohort} || wt.placement != "clients" || !is_floating(wt.dtype))
-      throw Error("lm_fedavg_round: weights must be floating [" + std::to_string(spec.cohort) +
-                  "] placed at clients, got " + wt.str());
-    const GradientTransformation opt = spec.client.transformation();
-    const nn::TransformerConfig model = spec.model;
-    Tree per_client = map_fn(
-        [model, opt, dt](Tree p0, Value windows_k, Value w_k) -> Tree {
-          const Value w = astype(w_k, dt);
-          Local r = local_steps(model, opt, p0, opt.init(p0), windows_k);
-          return Tree::dict(
-              {{"delta", tree_map([&](const Value& pk, const Value& p0k) { return w * (pk - p0k); },
-                                  r.params, p0)},
-               {"loss", Tree(w * r.mean_loss)},
-               {"weight", Tree(w)}});
-        },
-        broadcast(p), windows, weights);
-    Tree sums = reduce_sum(per_client);
-    const Value total = sums["weight"].value();
-    Tree delta = tree_map([&](const Value& d) { return safe_div(d, total); }, sums["delta"]);
-    auto [new_params, new_state] = spec.server.apply(p, delta, state);
-    // A round without data leaves the server untouched (its moments included).
-    const Value has = greater(total, scalar_like(total, 0.0));
-    auto keep = [&](const Value& updated, const Value& old) { return where(has, updated, old); };
-    return Tree::dict({{"loss", Tree(safe_div(sums["loss"].value(), total))},
-                       {"params", tree_map(keep, new_params, p)},
-                       {"state", tree_map(keep, new_state, tree_values(state))}});
+    FederatedRoundSpec f;
+    f.name = "lm_fedavg_round";
+    return fedavg_round_body(
+        window_loss(spec.model), spec.client.transformation(), spec.server, spec.cohort, f, params,
+        state, Tree::dict({{"data", Tree(windows)}, {"weights", Tree(weights)}}), Tree());
   };
   return program({{"clients", spec.cohort}}, round, {"", "", "clients", "clients"});
 }
@@ -148,10 +101,10 @@ DilocoRoundFn diloco_round(const LmRoundSpec& spec, const OuterNesterov& outer) 
     const nn::TransformerConfig model = spec.model;
     Tree per_worker = map_fn(
         [model, opt](Tree p0, Tree inner_k, Value windows_k) -> Tree {
-          Local r = local_steps(model, opt, p0, inner_k, windows_k);
+          LocalSteps r = local_steps(window_loss(model), opt, p0, inner_k, windows_k);
           return Tree::dict(
               {{"inner", r.opt_state},
-               {"loss", Tree(r.mean_loss)},
+               {"loss", Tree(r.loss)},
                {"outer_grad", tree_map([](const Value& p0k, const Value& pk) { return p0k - pk; },
                                        p0, r.params)}});
         },

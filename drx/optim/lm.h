@@ -45,6 +45,7 @@ struct LmRoundSpec {
 // delta = sum_k w_k (params_k - params) / sum_k w_k; the server optimizer applies it
 // (ServerOptimizer, drx/optim/optim.h). "loss" is the weighted mean of the clients' training
 // losses (nats). A round of total weight 0 changes nothing.
+// It is the generic round of drx/optim/federated_round.h with nn::transformer_loss.
 using LmRoundFn = Function<Tree(Tree, Tree, Value, Value)>;
 LmRoundFn lm_fedavg_round(const LmRoundSpec& spec);
 
@@ -62,6 +63,9 @@ struct OuterNesterov {
 //   -> {"inner": the workers' inner states after the step @clients, "loss": [], "params", "state"}
 // Worker k starts from params with ITS inner state and runs `steps` inner steps; the workers
 // count equally. "loss" is the mean of the workers' training losses (nats).
+// The workers' inner steps are optim::local_steps (federated_round.h); the outer step stays
+// its own: an unweighted reduce_mean of params - params_k, whose bits differ from FedAvg's
+// weighted sum.
 using DilocoRoundFn = Function<Tree(Tree, Tree, Tree, Value)>;
 DilocoRoundFn diloco_round(const LmRoundSpec& spec, const OuterNesterov& outer);
 // The workers' first inner states: the local optimizer's init, stacked `workers` times (Arrays).

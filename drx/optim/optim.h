@@ -118,6 +118,8 @@ struct RoundSpec {
 // The server divides by max(sum of weights, tiny). "loss" is the weighted mean over clients of each
 // client's mean cross-entropy over the (example, step) visits of the round, taken before each
 // step's update.
+// It is the generic round of drx/optim/federated_round.h with the MLP's masked loss, the mask's
+// sum as step weight and the gather as its per-client preparation.
 using RoundFn = Function<Tree(Tree, Tree, Value, Value, Value, Value, Value)>;
 RoundFn fedavg_round(const RoundSpec& spec);
 

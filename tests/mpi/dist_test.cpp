@@ -13,7 +13,10 @@
 #include <fstream>
 #include <string>
 
+#include "drx/core/process_group.h"
+#include "drx/dist/rank_clients.h"
 #include "drx/exec/executable.h"
+#include "drx/export/mapreduce_driver.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -256,6 +259,83 @@ TEST(Dist, BroadcastMinAndRows) {
                 c >= first && c < end ? all.data<float>()[c * 3 + k] : 0.0f);
   EXPECT_THROW(dist::place_rows(random_array({end - first + 1, 3}, f32, 1), 7, world()), Error);
   EXPECT_THROW(world().set_timeout_s(0), Error);
+}
+
+// Each rank holds a value whose own rows are 100 * rank + row and whose other rows are junk:
+// rank 0 gathers every rank's own rows; keep_rows keeps a rank's own and zeroes the rest.
+TEST(Dist, GatherAndKeepRows) {
+  const int64_t slots = 7;
+  const auto [first, end] = world().clients(slots);
+  Array held(i32, {slots, 2});
+  for (int64_t c = 0; c < slots; ++c)
+    for (int64_t k = 0; k < 2; ++k)
+      held.data<int32_t>()[c * 2 + k] =
+          c >= first && c < end ? static_cast<int32_t>(100 * world().rank() + 10 * c + k) : -1;
+  const Array gathered = dist::gather_rows(held, world(), "a test");
+  for (int64_t c = 0; c < slots; ++c)
+    for (int64_t k = 0; k < 2; ++k) {
+      const int64_t owner = [&] {
+        for (int r = 0; r < world().size(); ++r)
+          if (client_range(slots, r, world().size()).second > c) return r;
+        return -1;
+      }();
+      const int32_t expected = world().is_root() ? static_cast<int32_t>(100 * owner + 10 * c + k)
+                                                 : held.data<int32_t>()[c * 2 + k];
+      EXPECT_EQ(gathered.data<int32_t>()[c * 2 + k], expected) << "row " << c;
+      EXPECT_EQ(dist::keep_rows(held, {first, end}).data<int32_t>()[c * 2 + k],
+                c >= first && c < end ? held.data<int32_t>()[c * 2 + k] : 0);
+    }
+  EXPECT_THROW(dist::gather_rows(Array(f32, {}), world(), "a scalar"), Error);
+}
+
+// The MapReduce driver's clients spread over the processes (drx/dist/rank_clients.h): each
+// process runs only its own block of clients, keeps their state, and every process gets the bits
+// of one process running all of them.
+class RecordingExecutor : public ClientExecutor {
+ public:
+  explicit RecordingExecutor(ClientExecutor& inner) : inner_(inner) {}
+  void run(const ClientStage& stage, int64_t begin, int64_t end, ClientOutputs& outputs) override {
+    ranges.emplace_back(begin, end);
+    inner_.run(stage, begin, end, outputs);
+  }
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+
+ private:
+  ClientExecutor& inner_;
+};
+
+TEST(Dist, MapReduceDriverOverRanksIsBitwiseThatOfOneProcess) {
+  for (int64_t clients : {1, 3, 5}) {
+    auto f = program(
+        {{"clients", clients}},
+        [](Value w, Value x) {
+          Value local = map_fn([](Value a, Value b) { return tanh(a * b) + 0.1; }, broadcast(w), x);
+          Value m = reduce_mean(local);
+          Value gap = map_fn([](Value l, Value g) { return sum(square(l - g)); }, local,
+                             broadcast(m));  // the clients' own `local`: client state
+          return std::vector<Value>{m, reduce_sum(gap), reduce_max(gap)};
+        },
+        {"", "clients"});
+    const Program p = trace(f, {Type(f64, {3}), Type(f64, {clients, 3})});
+    const std::vector<Array> args = {random_array({3}, f64, 1),
+                                     random_array({clients, 3}, f64, 2)};
+    const MapReduceForm form = mapreduce_form(p);
+    ASSERT_EQ(form.stages.size(), 2u);
+    std::map<std::string, Array> server;
+    for (size_t k = 0; k < form.inputs.size(); ++k)
+      if (!form.client_data.count(form.inputs[k])) server[form.inputs[k]] = args[k];
+    InProcessClientExecutor alone(form, args), here(form, args);
+    RecordingExecutor mine(here);
+    dist::RankClientExecutor ranks(world(), mine);
+    const std::vector<Array> spread = run_mapreduce(form, server, ranks, {.clients_per_call = 2});
+    EXPECT_TRUE(BitwiseEqual(spread, run_mapreduce(form, server, alone)))
+        << clients << " clients on " << world().size();
+    const auto [first, end] = world().clients(clients);
+    for (const auto& [b, e] : mine.ranges) {
+      EXPECT_GE(b, first) << "rank " << world().rank();
+      EXPECT_LE(e, end) << "rank " << world().rank();
+    }
+  }
 }
 
 }  // namespace

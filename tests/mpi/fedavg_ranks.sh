@@ -4,7 +4,7 @@
 # stops: the job ends with drx's message within a bound, and --resume then
 # finishes the run bit-identically.
 #   usage: fedavg_ranks.sh MODE DRX SAME_RUN WORKDIR
-#   MODE: equal-np2 | equal-np3 | equal-np2-devices2 | kill | stop
+#   MODE: equal-np2 | equal-np3 | equal-np2-devices2 | kill | stop | diverge
 set -uo pipefail
 mode=$1 drx=$2 same_run=$3 work=$4
 mpirun=(mpirun --oversubscribe --allow-run-as-root)
@@ -104,6 +104,21 @@ case "$mode" in
     interrupted STOP 60 --mpi-timeout 3
     grep -q "rank 1 stopped responding during .* of round [0-9]" "$work/job.log" ||
       fail "no 'rank 1 stopped responding during ... of round N' message"
+    ;;
+  diverge)
+    # Rank 0 decides that round 2 diverged and tells rank 1: both stop there, exit code 3,
+    # with the outputs of one process (the checkpoint of round 1, metrics with nan).
+    flags=(--rounds 10 --threads 1 --quiet --max-examples 6000 --client-lr 1000)
+    "$drx" fedavg "${flags[@]}" --out "$work/alone" >"$work/alone.log" 2>&1
+    code=$?
+    grep -q "cannot open" "$work/alone.log" && { echo "SKIP: Fashion-MNIST is not installed"; exit 0; }
+    [[ $code == 3 ]] || { cat "$work/alone.log"; fail "one process: exit code $code, expected 3"; }
+    grep -q "diverged at round 2" "$work/alone.log" || fail "no 'diverged at round 2' message"
+    "${mpirun[@]}" -np 2 "$drx" fedavg "${flags[@]}" --out "$work/ranks" >"$work/ranks.log" 2>&1
+    code=$?
+    [[ $code == 3 ]] || { cat "$work/ranks.log"; fail "mpirun -np 2: exit code $code, expected 3"; }
+    grep -q "diverged at round 2" "$work/ranks.log" || fail "no 'diverged at round 2' from the job"
+    same "$work/ranks"
     ;;
   *) fail "unknown mode" ;;
 esac

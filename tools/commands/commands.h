@@ -12,10 +12,10 @@ namespace drx::tool {
 using Args = std::vector<std::string>;
 
 struct Command {
-  const char *name;
-  const char *usage;   // arguments, e.g. "FILE [--arg VALUES]..."
-  const char *summary; // one line
-  const char *details; // the rest of `drx help NAME`
+  const char* name;
+  const char* usage;    // arguments, e.g. "FILE [--arg VALUES]..."
+  const char* summary;  // one line
+  const char* details;  // the rest of `drx help NAME`
   int (*run)(const Args& args, std::ostream& out, std::ostream& err);
 };
 
@@ -26,10 +26,11 @@ int import_command(const Args& args, std::ostream& out, std::ostream& err);
 int export_command(const Args& args, std::ostream& out, std::ostream& err);
 int split_command(const Args& args, std::ostream& out, std::ostream& err);
 int aggregate_command(const Args& args, std::ostream& out, std::ostream& err);
+int mapreduce_command(const Args& args, std::ostream& out, std::ostream& err);
 int fedavg_command(const Args& args, std::ostream& out, std::ostream& err);
 int lm_command(const Args& args, std::ostream& out, std::ostream& err);
 
 // Every subcommand, in the order `drx help` lists them.
-const std::vector<Command> &commands();
+const std::vector<Command>& commands();
 
-} // namespace drx::tool
+}  // namespace drx::tool

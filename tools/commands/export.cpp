@@ -56,6 +56,11 @@ ExportFlags parse_export_flags(const Args& args) {
       if (flags.output) throw UsageError("export: -o is given twice");
       flags.output = value("-o round.mlir");
     } else if (a == "--mesh") {
+      // A second --mesh replaced the first without a word.
+      if (!flags.mesh.empty())
+        throw UsageError(
+            "export: --mesh is given twice; name every axis in one, e.g. --mesh "
+            "groups=2,clients=4");
       flags.mesh = parse_mesh(value("--mesh clients=4"));
     } else if (a == "--generic") {
       flags.options.generic = true;

@@ -22,8 +22,9 @@ int fedavg_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (o.dp() && o.dp_noise == 0)
     err << "fedavg: --dp-clip without --dp-noise clips the clients' updates but adds no noise: "
            "this run is not differentially private\n";
-  fedavg::run_fedavg(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
-  return kExitOk;
+  const fedavg::RunSummary summary =
+      fedavg::run_fedavg(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
+  return summary.diverged ? kExitDiverged : kExitOk;
 }
 
 }  // namespace drx::tool

@@ -19,8 +19,8 @@ int lm_command(const Args& args, std::ostream& out, std::ostream&) {
         << lm::details_text();
     return kExitOk;
   }
-  lm::run_lm(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
-  return kExitOk;
+  const lm::RunSummary summary = lm::run_lm(o, out, std::cerr, ::isatty(STDERR_FILENO) == 1);
+  return summary.diverged ? kExitDiverged : kExitOk;
 }
 
 }  // namespace drx::tool

@@ -1,5 +1,6 @@
 #include "tools/commands/program_files.h"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <ostream>
@@ -13,6 +14,11 @@ std::string read_text(const std::string& path, const char* cmd) {
     ss << std::cin.rdbuf();
     return ss.str();
   }
+  // An ifstream opens a folder and reads it as empty, which the parser then calls a program
+  // without 'program'.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(std::string(cmd) + ": '" + path + "' is a folder, not a program file");
   std::ifstream in(path);
   if (!in) throw Error(std::string(cmd) + ": cannot open program file '" + path + "'");
   ss << in.rdbuf();
@@ -27,9 +33,13 @@ Program load_program(const std::string& path, const char* cmd) {
                 "' is a NumPy array (.npy), not a program; arrays are a program's arguments "
                 "(drx run PROGRAM --arg " +
                 path + ")");
-  Program p = parse_program(text);
-  verify(p);
-  return p;
+  try {
+    Program p = parse_program(text);
+    verify(p);
+    return p;
+  } catch (const Error& e) {
+    throw Error(std::string(cmd) + ": '" + path + "': " + e.what());
+  }
 }
 
 bool names_mlir_file(const std::string& path) { return path.ends_with(".mlir"); }

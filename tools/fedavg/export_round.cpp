@@ -1,13 +1,13 @@
 #include "tools/fedavg/export_round.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include "drx/data/atomic_write.h"
 #include "drx/data/npy.h"
 #include "drx/drx.h"
+#include "drx/export/mapreduce_names.h"
+#include "drx/export/mapreduce_plan.h"
 #include "drx/ops/primitives.h"
-#include "tools/commands/mapreduce_plan.h"
 
 namespace drx::tool::fedavg {
 namespace {
@@ -38,36 +38,39 @@ void RoundExporter::write(int64_t round, const optim::RoundSpec& spec, const Tre
   const Array y = prims::reshape().evaluate(
       {prims::take().evaluate({train.labels, flat}, Params{{"axis", int64_t{0}}})[0]},
       Params{{"shape", Shape{cohort, rows}}})[0];
-  const Program p =
-      trace(optim::fedavg_round_on_client_data(spec), params, state, x, y, mask, weights);
-  const MapReduceForm form = mapreduce_form(p);
-  write_mapreduce_plan(form, (dir / "parts").string(), false);
+  const NamedProgram named = trace_named(optim::fedavg_round_on_client_data(spec),
+                                         {"params", "state", "x", "y", "mask", "weights"}, params,
+                                         state, x, y, mask, weights);
+  const MapReduceForm form = mapreduce_form(named.program, named.names);
+  write_mapreduce_plan(form, (dir / "parts").string(), {.op = "fedavg --export-rounds"});
 
   std::vector<Array> inputs = leaves(params);
   for (const Array& a : leaves(state)) inputs.push_back(a);
   const size_t server_inputs = inputs.size();
   for (const Array& a : {x, y, mask, weights}) inputs.push_back(a);
-  fs::create_directories(dir / "server");
+  // A '/' in a name ("params/dense0/w") is a subfolder.
+  auto save = [](const fs::path& file, const Array& a) {
+    fs::create_directories(file.parent_path());
+    save_npy(file.string(), a);
+  };
   for (size_t k = 0; k < server_inputs; ++k)
-    save_npy((dir / "server" / (form.inputs[k] + ".npy")).string(), inputs[k]);
+    save(dir / "server" / (form.inputs[k] + ".npy"), inputs[k]);
   for (int64_t i = 0; i < cohort; ++i) {
     const fs::path mine = dir / "clients" / std::to_string(i);
-    fs::create_directories(mine);
-    save_npy((mine / "client_index.npy").string(), full({}, static_cast<double>(i), DType::i32));
+    save(mine / "client_index.npy", full({}, static_cast<double>(i), DType::i32));
     for (const auto& [name, k] : form.client_data)
-      save_npy((mine / (name + ".npy")).string(), client_row(inputs[k], i));
+      save(mine / (name + ".npy"), client_row(inputs[k], i));
   }
   const std::vector<Array> outputs = leaves(result);  // loss, params, state (dict order)
-  fs::create_directories(dir / "expected");
   for (size_t k = 0; k < outputs.size(); ++k)
-    save_npy((dir / "expected" / (form.outputs[k] + ".npy")).string(), outputs[k]);
-  // The round's results after the loss are the next round's params and state.
+    save(dir / "expected" / (form.outputs[k] + ".npy"), outputs[k]);
+  // Scripts written for SSA-named plans read the carry map; with named plans it is the identity.
   std::string carry;
-  if (!previous_outputs_.empty())
+  if (carried_)
     for (size_t k = 0; k < server_inputs; ++k)
-      carry += previous_outputs_.at(k + 1) + " " + form.inputs[k] + "\n";
+      carry += form.inputs[k] + " " + form.inputs[k] + "\n";
   data::write_file_atomically((dir / "carry").string(), {carry}, "fedavg --export-rounds");
-  previous_outputs_ = form.outputs;
+  carried_ = true;
 }
 
 }  // namespace drx::tool::fedavg

@@ -3,7 +3,6 @@
 // round can be run outside the process, client by client (examples/batch_fedavg.sh,
 // examples/dask_fedavg.py), and checked against what drx fedavg computed in process.
 #include <string>
-#include <vector>
 
 #include "drx/data/idx.h"
 #include "drx/optim/optim.h"
@@ -12,13 +11,19 @@
 namespace drx::tool::fedavg {
 
 // Writes round `round` (1-based) under dir/round-<round>:
-//   parts/       drx split of optim::fedavg_round_on_client_data(spec), traced on this
-//                round's types (the files of tools/commands/mapreduce_plan.h)
-//   server/      the server's inputs, NAME.npy: the params' and state's leaves
+//   parts/       the MapReduce plan (drx/export/mapreduce_plan.h) of
+//                optim::fedavg_round_on_client_data(spec), traced on this round's types, its
+//                values named after the round's arguments and results (mapreduce_names.h):
+//                inputs params/..., state/... (the trees' paths), x, y, mask, weights;
+//                outputs loss, params/..., state/...
+//   server/      the server's inputs, NAME.npy (a '/' in NAME is a subfolder)
 //   clients/I/   client I's data: client_index.npy and its rows of x (its examples,
 //                gathered), y, mask and weights
-//   expected/    this round's results in process (loss, params, state), NAME.npy
-//   carry        lines "PREV NAME": the previous round's result PREV is this round's input NAME
+//   expected/    this round's results in process, NAME.npy
+//   carry        lines "NAME NAME", from the second round exported on: the previous round's
+//                result NAME is this round's input NAME (the identity since plans name their
+//                values; kept for scripts that read it)
+// A round's params/... and state/... results are the next round's inputs of the same names.
 class RoundExporter {
  public:
   explicit RoundExporter(std::string dir) : dir_(std::move(dir)) {}
@@ -28,7 +33,7 @@ class RoundExporter {
 
  private:
   std::string dir_;
-  std::vector<std::string> previous_outputs_;
+  bool carried_ = false;  // whether a round was written before, whose results this one carries
 };
 
 }  // namespace drx::tool::fedavg

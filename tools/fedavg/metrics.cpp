@@ -14,17 +14,27 @@ using svg::Panel;
 using svg::polyline;
 using svg::xml_escape;
 
-bool MetricsRow::evaluated() const { return !std::isnan(test_loss); }
+namespace {
 
-std::string metrics_csv(const std::vector<MetricsRow>& rows) {
+// A figure of the table: "nan" as such (printf may write "-nan").
+std::string cell(double v, const char* format) {
+  if (std::isnan(v)) return "nan";
+  return num(v, format);
+}
+
+}  // namespace
+
+std::string metrics_csv(const std::vector<MetricsRow>& rows, bool diverged) {
   const bool dp = std::any_of(rows.begin(), rows.end(),
                               [](const MetricsRow& r) { return !std::isnan(r.epsilon); });
   std::ostringstream os;
   os << "round,train_loss,test_loss,test_accuracy,elapsed_s" << (dp ? ",epsilon" : "") << "\n";
-  for (const MetricsRow& r : rows) {
-    os << r.round << "," << num(r.train_loss, "%.6f") << ",";
-    if (r.evaluated())
-      os << num(r.test_loss, "%.6f") << "," << num(r.test_accuracy, "%.6f");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MetricsRow& r = rows[i];
+    const bool nan_row = diverged && i + 1 == rows.size();
+    os << r.round << "," << cell(r.train_loss, "%.6f") << ",";
+    if (r.evaluated() || nan_row)
+      os << cell(r.test_loss, "%.6f") << "," << cell(r.test_accuracy, "%.6f");
     else
       os << ",";
     os << "," << num(r.elapsed_s, "%.3f");

@@ -67,16 +67,20 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
+Options::Options() {
+  data_dir = data::kFashionMnistDir;
+  out_dir = "fedavg-out";
+  rounds = 650;
+  eval_every = 10;
+  checkpoint_every = 50;
+}
+
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
-  o.data_dir = data::kFashionMnistDir;
   bool epochs_given = false, steps_given = false;
-  const std::map<std::string, flags::Setter> valued = {
-      {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
-      {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
+  training::Valued valued = {
       {"--export-rounds", [&](auto&, auto& v) { o.export_rounds = v; }},
       {"--max-examples", [&](auto& f, auto& v) { o.max_examples = parse_int(f, v, 0, INT64_MAX); }},
-      {"--rounds", [&](auto& f, auto& v) { o.rounds = parse_int(f, v, 1, 100000000); }},
       {"--clients", [&](auto& f, auto& v) { o.clients = parse_int(f, v, 1, 10000000); }},
       {"--cohort", [&](auto& f, auto& v) { o.cohort = parse_int(f, v, 1, 10000000); }},
       {"--partition",
@@ -102,21 +106,6 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.client_lr = parse_real(f, v, 0, true, 1e6, false); }},
       {"--client-momentum",
        [&](auto& f, auto& v) { o.client_momentum = parse_real(f, v, 0, false, 1, true); }},
-      {"--server-opt",
-       [&](auto& f, auto& v) {
-         o.server_opt =
-             parse_choice(f, v, {"fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad"});
-       }},
-      {"--server-lr",
-       [&](auto& f, auto& v) { o.server_lr = parse_real(f, v, 0, true, 1e6, false); }},
-      {"--server-momentum",
-       [&](auto& f, auto& v) { o.server_momentum = parse_real(f, v, 0, false, 1, true); }},
-      {"--adam-beta1",
-       [&](auto& f, auto& v) { o.adam_beta1 = parse_real(f, v, 0, false, 1, true); }},
-      {"--adam-beta2",
-       [&](auto& f, auto& v) { o.adam_beta2 = parse_real(f, v, 0, false, 1, true); }},
-      {"--adam-eps", [&](auto& f, auto& v) { o.adam_eps = parse_real(f, v, 0, true, 1e6, false); }},
-      {"--seed", [&](auto& f, auto& v) { o.seed = flags::parse_seed(kCommand, f, v); }},
       {"--dp-clip",
        [&](auto& f, auto& v) {
          o.dp_clip = v == "inf" ? INFINITY : parse_real(f, v, 0, true, 1e12, false);
@@ -134,42 +123,21 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) { o.dp_clip_lr = parse_real(f, v, 0, false, 1e6, false); }},
       {"--dp-count-noise",
        [&](auto& f, auto& v) { o.dp_count_noise = parse_real(f, v, 0, false, 1e9, false); }},
-      {"--eval-every", [&](auto& f, auto& v) { o.eval_every = parse_int(f, v, 1, INT64_MAX); }},
-      {"--checkpoint-every",
-       [&](auto& f, auto& v) { o.checkpoint_every = parse_int(f, v, 1, INT64_MAX); }},
-      {"--max-seconds",
-       [&](auto& f, auto& v) { o.max_seconds = parse_real(f, v, 0, true, 1e9, false); }},
-      {"--devices", [&](auto& f, auto& v) { o.devices = parse_int(f, v, 1, 1024); }},
-      {"--threads", [&](auto& f, auto& v) { o.threads = parse_int(f, v, 1, 1024); }},
-      {"--mpi-timeout",
-       [&](auto& f, auto& v) { o.mpi_timeout = parse_real(f, v, 0, true, 1e6, false); }},
   };
-  const std::map<std::string, std::function<void()>> switches = {
-      {"--resume", [&] { o.resume = true; }}, {"--overwrite", [&] { o.overwrite = true; }},
-      {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
-      {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
-  };
+  training::Switches switches;
+  training::add_run_flags(kCommand, o, valued, switches);
+  training::add_server_flags(kCommand, o, valued);
   const std::set<std::string> given = flags::parse(kCommand, args, valued, switches);
   if (o.help) return o;
   flags::refuse_unused(kCommand, given, {"--alpha"}, o.partition == "dirichlet",
                        "with --partition dirichlet");
   flags::refuse_unused(kCommand, given, {"--shards-per-client"}, o.partition == "shards",
                        "with --partition shards");
-  flags::refuse_unused(kCommand, given, {"--server-momentum"}, o.server_opt == "fedavgm",
-                       "with --server-opt fedavgm");
-  flags::refuse_unused(
-      kCommand, given, {"--adam-beta1", "--adam-eps"},
-      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad",
-      "with --server-opt fedadam, fedyogi or fedadagrad");
-  flags::refuse_unused(kCommand, given, {"--adam-beta2"},
-                       o.server_opt == "fedadam" || o.server_opt == "fedyogi",
-                       "with --server-opt fedadam or fedyogi");
+  training::check_server_flags(kCommand, given, o, true, "");
   flags::refuse_unused(kCommand, given, {"--dp-clip-lr", "--dp-count-noise"},
                        given.count("--dp-quantile") > 0, "with --dp-quantile (adaptive clipping)");
   if (epochs_given && steps_given)
     throw UsageError("fedavg: --epochs and --local-steps exclude each other; give one");
-  if (o.resume && o.overwrite)
-    throw UsageError("fedavg: --resume and --overwrite exclude each other; give one");
   if (o.cohort > o.clients)
     throw UsageError("fedavg: --cohort expects at most --clients (" + std::to_string(o.clients) +
                      ") clients, got '" + std::to_string(o.cohort) + "'");
@@ -201,8 +169,7 @@ Options parse_options(const std::vector<std::string>& args) {
     throw UsageError(
         "fedavg: --export-rounds writes every client's data, which no rank of an MPI run "
         "holds; export from a run of one process");
-  if (o.out_dir.empty()) throw UsageError("fedavg: --out expects a directory, got ''");
-  if (o.data_dir.empty()) throw UsageError("fedavg: --data expects a directory, got ''");
+  training::check_run_flags(kCommand, o);
   return o;
 }
 
@@ -224,15 +191,7 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
   f.emplace_back("--batch", std::to_string(o.batch));
   f.emplace_back("--client-lr", fmt(o.client_lr));
   f.emplace_back("--client-momentum", fmt(o.client_momentum));
-  f.emplace_back("--server-opt", o.server_opt);
-  f.emplace_back("--server-lr", fmt(o.server_lr));
-  if (o.server_opt == "fedavgm") f.emplace_back("--server-momentum", fmt(o.server_momentum));
-  // The adaptive servers (Reddi et al. 2021) read beta1 and tau; fedadagrad has no beta2.
-  const bool adaptive =
-      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad";
-  if (adaptive) f.emplace_back("--adam-beta1", fmt(o.adam_beta1));
-  if (adaptive && o.server_opt != "fedadagrad") f.emplace_back("--adam-beta2", fmt(o.adam_beta2));
-  if (adaptive) f.emplace_back("--adam-eps", fmt(o.adam_eps));
+  training::add_server_fields(f, o);
   if (o.dp()) {
     f.emplace_back("--dp-clip", fmt(o.dp_clip));
     f.emplace_back("--dp-noise", fmt(o.dp_noise));
@@ -291,20 +250,7 @@ const char* details_text() {
        << "  --client-momentum M     client SGD momentum, 0 = plain SGD (default "
        << short_num(d.client_momentum) << ")\n"
        << "server:\n"
-          "  --server-opt KIND       fedavg | fedavgm | fedadam | fedyogi | fedadagrad (default "
-       << d.server_opt
-       << ";\n"
-          "                          the last three: Reddi et al. 2021, without bias correction)\n"
-       << "  --server-lr LR          server learning rate (default " << short_num(d.server_lr)
-       << ")\n"
-       << "  --server-momentum M     fedavgm momentum (default " << short_num(d.server_momentum)
-       << ")\n"
-       << "  --adam-beta1 B          fedadam/fedyogi/fedadagrad first-moment decay (default "
-       << short_num(d.adam_beta1) << ")\n"
-       << "  --adam-beta2 B          fedadam/fedyogi second-moment decay (default "
-       << short_num(d.adam_beta2) << ")\n"
-       << "  --adam-eps E            fedadam/fedyogi/fedadagrad adaptivity tau (default "
-       << short_num(d.adam_eps) << ")\n"
+       << training::server_flags_help(d)
        << "differential privacy (DP-FedAvg, McMahan et al. 2018):\n"
           "  --dp-clip C             clip each client's update to L2 norm C (inf: no clipping)\n"
           "                          and turn DP-FedAvg on: uniform weights, noise on the sum,\n"
@@ -334,32 +280,14 @@ const char* details_text() {
        << d.eval_every << ")\n"
        << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
        << d.checkpoint_every << ")\n"
-       << "  --resume                continue from DIR/checkpoint.bin (same training flags;\n"
-          "                          --rounds may grow); the result is bit-identical to an\n"
-          "                          uninterrupted run\n"
-          "  --overwrite             start over in an --out that holds an earlier run's\n"
-          "                          checkpoint (without it, or --resume, that is an error)\n"
-          "  --max-seconds T         stop cleanly after about T seconds, with a checkpoint\n"
-          "  --export-rounds DIR     also write each round as a batch job in DIR/round-N: the\n"
+       << training::restart_flags_help()
+       << "  --export-rounds DIR     also write each round as a batch job in DIR/round-N: the\n"
           "                          split parts of the round over the clients' own data,\n"
           "                          the server's inputs, each client's data and the round's\n"
           "                          results (examples/batch_fedavg.sh runs them)\n"
           "execution:\n"
-          "  --devices N             CPU devices along the 'clients' mesh axis (default "
-       << d.devices << ")\n"
-       << "  --threads N             drx worker threads (default: DRX_NUM_THREADS, else all)\n"
-          "  --quiet                 no progress output\n"
-          "  --mpi                   run as one rank of `mpirun -np P drx fedavg ...` (on by\n"
-          "                          itself under mpirun): each rank trains its own clients'\n"
-          "                          range of the cohort, reductions combine across ranks in\n"
-          "                          the canonical tree (results bitwise those of one process\n"
-          "                          with the same --threads); rank 0 evaluates and writes\n"
-          "                          --out, and reads the checkpoint of --resume\n"
-          "  --mpi-timeout S         seconds a rank waits for another before it reports which\n"
-          "                          rank stopped responding and aborts the job (default "
-       << short_num(d.mpi_timeout)
-       << ")\n"
-          "\n"
+       << training::execution_flags_help(kCommand, d)
+       << "\n"
           "Every flag also takes the form --flag=VALUE.\n";
     return os.str();
   }();

@@ -5,12 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include "tools/training/run_flags.h"
+
 namespace drx::tool::fedavg {
 
-struct Options {
-  // Data.
-  std::string data_dir;  // default: drx::data::kFashionMnistDir
-  std::string out_dir = "fedavg-out";
+// The shared flag groups (tools/training/run_flags.h) and drx fedavg's own.
+struct Options : training::RunFlags, training::ServerFlags {
+  Options();
   int64_t max_examples = 0;  // 0: every example; else the first N of each split
   // Population and partition.
   int64_t clients = 100;
@@ -26,12 +27,6 @@ struct Options {
   int64_t batch = 32;
   double client_lr = 0.1;
   double client_momentum = 0.0;
-  // Server.
-  std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam | fedyogi | fedadagrad
-  double server_lr = 1.0;
-  double server_momentum = 0.9;
-  // fedadam, fedyogi, fedadagrad (beta1 and tau = adam_eps; beta2 not fedadagrad)
-  double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;
   // DP-FedAvg (McMahan et al. 2018): on when dp_clip > 0 (inf: no clipping).
   double dp_clip = 0;                   // initial L2 clip C of each client's update
   double dp_noise = 0;                  // noise multiplier z: N(0, (z C)^2) on the sum
@@ -41,24 +36,8 @@ struct Options {
   double dp_clip_lr = 0.2;
   double dp_count_noise = -1;  // sigma_b; < 0: expected cohort / 20
   bool dp() const { return dp_clip > 0; }
-  // Schedule.
-  int64_t rounds = 650;
-  uint64_t seed = 0;
-  int64_t eval_every = 10;
-  int64_t checkpoint_every = 50;
-  bool resume = false;
-  bool overwrite = false;  // start over in an --out that holds an earlier run
-  double max_seconds = 0;  // 0: no time budget
   // Each round also as a batch job: its split parts, server inputs, client data and results.
   std::string export_rounds;  // "" = off
-  // Execution.
-  int64_t devices = 1;
-  int64_t threads = 0;  // 0: drx's default (under MPI: the cores per process on this host)
-  // Several processes (mpirun): on when asked, or when mpirun started this one.
-  bool mpi = false;
-  double mpi_timeout = 30;  // seconds a rank waits for another before aborting the job
-  bool quiet = false;
-  bool help = false;  // --help among other flags: print help, run nothing
 };
 
 // Parses the arguments after `drx fedavg`. Throws UsageError naming the flag and what it

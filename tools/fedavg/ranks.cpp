@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <thread>
 
 #include "drx/array/error.h"
 #include "drx/core/process_group.h"
+#include "drx/dist/launch.h"
 #ifdef DRX_HAVE_MPI
 #include "drx/dist/dist.h"
 #endif
@@ -38,7 +38,7 @@ Ranks::Ranks(const std::string& command, bool mpi, double mpi_timeout) {
   size_ = w.size();
 #else
   (void)mpi_timeout;
-  if (mpi || std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE"))
+  if (mpi || dist::launched_by_mpirun())
     throw Error(command +
                 ": this drx was built without MPI (-DDRX_MPI=OFF), so it cannot run as ranks of "
                 "mpirun; rebuild with libopenmpi-dev installed (scripts/setup.sh)");
@@ -82,27 +82,26 @@ std::string Ranks::from_root(const std::function<std::string()>& make,
   return dist::world().broadcast(is_root() ? make() : std::string(), what);
 }
 
+namespace {
+
+void check_slot_rows(const char* op, const Array& global, int64_t slots, const std::string& what) {
+  if (global.ndim() < 1 || global.shape()[0] != slots)
+    throw Error(std::string(op) + ": " + what + " has shape " + shape_str(global.shape()) +
+                ", not one row per slot of " + std::to_string(slots));
+}
+
+}  // namespace
+
 Array Ranks::gather_rows(const Array& global, int64_t slots, const std::string& what) const {
   if (!distributed_ || size_ == 1) return global;
-  if (global.ndim() < 1 || global.shape()[0] != slots)
-    throw Error("gather_rows: " + what + " has shape " + shape_str(global.shape()) +
-                ", not one row per slot of " + std::to_string(slots));
-  const size_t row = slots > 0 ? global.nbytes() / static_cast<size_t>(slots) : 0;
-  const auto [first, end] = clients(slots);
-  const std::string mine(static_cast<const char*>(global.raw()) + static_cast<size_t>(first) * row,
-                         static_cast<size_t>(end - first) * row);
-  const std::vector<std::string> parts = dist::world().gather(mine, what);
-  if (!is_root()) return global;
-  Array all(global.dtype(), global.shape());
-  size_t at = 0;
-  for (const std::string& part : parts) {
-    if (at + part.size() > all.nbytes())
-      throw Error("gather_rows: the ranks sent more rows of " + what + " than " +
-                  std::to_string(slots));
-    std::memcpy(static_cast<char*>(all.raw()) + at, part.data(), part.size());
-    at += part.size();
-  }
-  return all;
+  check_slot_rows("gather_rows", global, slots, what);
+  return dist::gather_rows(global, dist::world(), what);
+}
+
+Array Ranks::own_rows(const Array& global, int64_t slots, const std::string& what) const {
+  if (!distributed_ || size_ == 1) return global;
+  check_slot_rows("own_rows", global, slots, what);
+  return dist::keep_rows(global, clients(slots));
 }
 
 std::shared_ptr<void> Ranks::activity(const std::string& what) const {
@@ -132,6 +131,7 @@ std::string Ranks::from_root(const std::function<std::string()>& make, const std
   return make();
 }
 Array Ranks::gather_rows(const Array& global, int64_t, const std::string&) const { return global; }
+Array Ranks::own_rows(const Array& global, int64_t, const std::string&) const { return global; }
 std::shared_ptr<void> Ranks::activity(const std::string&) const { return nullptr; }
 uint64_t Ranks::most_bytes_sent() const { return 0; }
 double Ranks::seconds_communicating() const { return 0; }

@@ -50,8 +50,13 @@ class Ranks {
   std::string from_root(const std::function<std::string()>& make, const std::string& what) const;
 
   // On rank 0, every rank's rows of a placed result of `slots` rows (each rank's
-  // own rows taken from its `global`); other ranks get `global` back.
+  // own rows taken from its `global`); other ranks get `global` back
+  // (dist::gather_rows).
   Array gather_rows(const Array& global, int64_t slots, const std::string& what) const;
+  // `global` ([slots, ...]) as this rank holds a placed value: its own rows,
+  // the others 0 (dist::keep_rows); `global` itself for one process. For a
+  // resumed checkpoint's per-slot states.
+  Array own_rows(const Array& global, int64_t slots, const std::string& what) const;
 
   // Names the round in the messages of a rank that stops responding, while
   // the result lives.

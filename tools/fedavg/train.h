@@ -8,17 +8,13 @@
 
 namespace drx::tool::fedavg {
 
-// Files a run keeps in Options::out_dir.
-inline constexpr const char* kCheckpointFile = "checkpoint.bin";
-inline constexpr const char* kMetricsCsvFile = "metrics.csv";
-inline constexpr const char* kMetricsSvgFile = "metrics.svg";
-
 struct RunSummary {
   int64_t rounds_done = 0;   // rounds completed, including those before a resume
   double test_accuracy = 0;  // of the last evaluation (NaN if none)
   double test_loss = 0;
-  double seconds = 0;               // wall clock of this process's run
+  double seconds = 0;               // wall clock of the run, summed over resumes
   bool stopped_early = false;       // --max-seconds ended the run before --rounds
+  bool diverged = false;            // stopped at a round that was not finite (exit code 3)
   double epsilon = 0;               // DP runs: epsilon of the rounds done at --dp-delta (else NaN)
   int ranks = 1;                    // processes of the run (mpirun -np)
   double bytes_sent_per_round = 0;  // the most any process sent to the others, a round run
@@ -28,7 +24,8 @@ struct RunSummary {
 
 // Trains as `o` says. Progress goes to `progress` (redrawn in place when `terminal`), the
 // final summary line to `out`. Throws drx::Error for a missing or damaged dataset (before
-// any output file is created), an unusable checkpoint under --resume, or a failed write.
+// any output file is created), an unusable checkpoint under --resume, or a failed write. A
+// run that diverges stops at that round (tools/training/run_loop.h) and says so.
 RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progress, bool terminal);
 
 // The local steps for a cohort that needs `need` steps to finish its epochs, where no client

@@ -16,9 +16,16 @@ constexpr const char* kCommand = "lm";
 
 }  // namespace
 
+Options::Options() {
+  data_dir = data::kBrownCorpusDir;
+  out_dir = "lm-out";
+  rounds = 80;
+  eval_every = 10;
+  checkpoint_every = 20;
+}
+
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
-  o.data_dir = data::kBrownCorpusDir;
   using flags::parse_choice, flags::parse_int, flags::parse_real;
   auto count = [&](int64_t& field, int64_t lo, int64_t hi) {
     return [&field, lo, hi](auto& f, auto& v) { field = parse_int(kCommand, f, v, lo, hi); };
@@ -29,9 +36,7 @@ Options parse_options(const std::vector<std::string>& args) {
   auto fraction = [&](double& field) {  // [0, 1)
     return [&field](auto& f, auto& v) { field = parse_real(kCommand, f, v, 0, false, 1, true); };
   };
-  const std::map<std::string, flags::Setter> valued = {
-      {"--data", [&](auto&, auto& v) { o.data_dir = v; }},
-      {"--out", [&](auto&, auto& v) { o.out_dir = v; }},
+  training::Valued valued = {
       {"--algorithm",
        [&](auto& f, auto& v) {
          o.algorithm = parse_choice(kCommand, f, v, {"fedavg", "diloco"});
@@ -54,63 +59,30 @@ Options parse_options(const std::vector<std::string>& args) {
        [&](auto& f, auto& v) {
          o.weight_decay = parse_real(kCommand, f, v, 0, false, 1e6, false);
        }},
-      {"--server-opt",
-       [&](auto& f, auto& v) {
-         o.server_opt = parse_choice(kCommand, f, v,
-                                     {"fedavg", "fedavgm", "fedadam", "fedyogi", "fedadagrad"});
-       }},
-      {"--server-lr", positive(o.server_lr)},
-      {"--server-momentum", fraction(o.server_momentum)},
-      {"--adam-beta1", fraction(o.adam_beta1)},
-      {"--adam-beta2", fraction(o.adam_beta2)},
-      {"--adam-eps", positive(o.adam_eps)},
       {"--outer-lr", positive(o.outer_lr)},
       {"--outer-momentum", fraction(o.outer_momentum)},
-      {"--rounds", count(o.rounds, 1, 100000000)},
-      {"--seed", [&](auto& f, auto& v) { o.seed = flags::parse_seed(kCommand, f, v); }},
-      {"--eval-every", count(o.eval_every, 1, INT64_MAX)},
       {"--eval-windows", count(o.eval_windows, 1, 1000000)},
-      {"--checkpoint-every", count(o.checkpoint_every, 1, INT64_MAX)},
-      {"--max-seconds",
-       [&](auto& f, auto& v) { o.max_seconds = parse_real(kCommand, f, v, 0, true, 1e9, false); }},
-      {"--devices", count(o.devices, 1, 1024)},
-      {"--threads", count(o.threads, 1, 1024)},
-      {"--mpi-timeout", positive(o.mpi_timeout)},
   };
-  const std::map<std::string, std::function<void()>> switches = {
-      {"--resume", [&] { o.resume = true; }}, {"--overwrite", [&] { o.overwrite = true; }},
-      {"--quiet", [&] { o.quiet = true; }},   {"--help", [&] { o.help = true; }},
-      {"-h", [&] { o.help = true; }},         {"--mpi", [&] { o.mpi = true; }},
-  };
+  training::Switches switches;
+  training::add_run_flags(kCommand, o, valued, switches);
+  training::add_server_flags(kCommand, o, valued);
   const std::set<std::string> given = flags::parse(kCommand, args, valued, switches);
   if (o.help) return o;
-  const bool adaptive =
-      o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad";
   flags::refuse_unused(kCommand, given, {"--workers", "--outer-lr", "--outer-momentum"}, o.diloco(),
                        "with --algorithm diloco");
-  flags::refuse_unused(kCommand, given,
-                       {"--cohort", "--server-opt", "--server-lr", "--server-momentum",
-                        "--adam-beta1", "--adam-beta2", "--adam-eps"},
-                       !o.diloco(),
-                       "with --algorithm fedavg (DiLoCo's server is its outer Nesterov step)");
-  flags::refuse_unused(kCommand, given, {"--server-momentum"}, o.server_opt == "fedavgm",
-                       "with --server-opt fedavgm");
-  flags::refuse_unused(kCommand, given, {"--adam-beta1", "--adam-eps"}, adaptive,
-                       "with --server-opt fedadam, fedyogi or fedadagrad");
-  flags::refuse_unused(kCommand, given, {"--adam-beta2"},
-                       o.server_opt == "fedadam" || o.server_opt == "fedyogi",
-                       "with --server-opt fedadam or fedyogi");
+  flags::refuse_unused(kCommand, given, {"--cohort"}, !o.diloco(),
+                       "with --algorithm fedavg (DiLoCo's workers are --workers)");
+  training::check_server_flags(
+      kCommand, given, o, !o.diloco(),
+      "with --algorithm fedavg (DiLoCo's server is its outer Nesterov step)");
   flags::refuse_unused(kCommand, given, {"--client-momentum"}, o.client_opt == "sgd",
                        "with --client-opt sgd");
   flags::refuse_unused(kCommand, given, {"--weight-decay"}, o.client_opt == "adamw",
                        "with --client-opt adamw");
-  if (o.resume && o.overwrite)
-    throw UsageError("lm: --resume and --overwrite exclude each other; give one");
+  training::check_run_flags(kCommand, o);
   if (o.width % o.heads != 0)
     throw UsageError("lm: --width (" + std::to_string(o.width) +
                      ") must be a multiple of --heads (" + std::to_string(o.heads) + ")");
-  if (o.out_dir.empty()) throw UsageError("lm: --out expects a directory, got ''");
-  if (o.data_dir.empty()) throw UsageError("lm: --data expects a directory, got ''");
   return o;
 }
 
@@ -134,15 +106,7 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
     f.emplace_back("--outer-lr", exact(o.outer_lr));
     f.emplace_back("--outer-momentum", exact(o.outer_momentum));
   } else {
-    f.emplace_back("--server-opt", o.server_opt);
-    f.emplace_back("--server-lr", exact(o.server_lr));
-    if (o.server_opt == "fedavgm") f.emplace_back("--server-momentum", exact(o.server_momentum));
-    const bool adaptive =
-        o.server_opt == "fedadam" || o.server_opt == "fedyogi" || o.server_opt == "fedadagrad";
-    if (adaptive) f.emplace_back("--adam-beta1", exact(o.adam_beta1));
-    if (adaptive && o.server_opt != "fedadagrad")
-      f.emplace_back("--adam-beta2", exact(o.adam_beta2));
-    if (adaptive) f.emplace_back("--adam-eps", exact(o.adam_eps));
+    training::add_server_fields(f, o);
   }
   f.emplace_back("--eval-windows", std::to_string(o.eval_windows));
   f.emplace_back("--seed", std::to_string(o.seed));
@@ -199,13 +163,7 @@ const char* details_text() {
        << "  --weight-decay W        adamw decoupled weight decay (default "
        << brief(d.weight_decay) << ")\n"
        << "server (fedavg):\n"
-          "  --server-opt KIND       fedavg | fedavgm | fedadam | fedyogi | fedadagrad (default "
-       << d.server_opt << ")\n"
-       << "  --server-lr LR          (default " << brief(d.server_lr) << ")\n"
-       << "  --server-momentum M     fedavgm (default " << brief(d.server_momentum) << ")\n"
-       << "  --adam-beta1 B          (default " << brief(d.adam_beta1) << ")\n"
-       << "  --adam-beta2 B          (default " << brief(d.adam_beta2) << ")\n"
-       << "  --adam-eps E            the adaptivity tau (default " << brief(d.adam_eps) << ")\n"
+       << training::server_flags_help(d)
        << "outer optimizer (diloco):\n"
           "  --outer-lr LR           (default "
        << brief(d.outer_lr) << ")\n"
@@ -222,20 +180,9 @@ const char* details_text() {
        << d.eval_windows << ")\n"
        << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
        << d.checkpoint_every << ")\n"
-       << "  --resume                continue from DIR/checkpoint.bin, bit-identically\n"
-          "  --overwrite             start over in an --out that holds an earlier run\n"
-          "  --max-seconds T         stop cleanly after about T seconds, with a checkpoint\n"
-          "execution:\n"
-          "  --devices N             CPU devices along the 'clients' mesh axis (default "
-       << d.devices << ")\n"
-       << "  --threads N             drx worker threads (default: DRX_NUM_THREADS, else all)\n"
-          "  --quiet                 no progress output\n"
-          "  --mpi                   run as one rank of `mpirun -np P drx lm ...` (on by itself\n"
-          "                          under mpirun); results bitwise those of one process\n"
-          "  --mpi-timeout S         seconds a rank waits for another (default "
-       << brief(d.mpi_timeout)
-       << ")\n"
-          "\n"
+       << training::restart_flags_help() << "execution:\n"
+       << training::execution_flags_help(kCommand, d)
+       << "\n"
           "Every flag also takes the form --flag=VALUE.\n";
     return os.str();
   }();

@@ -5,12 +5,13 @@
 #include <utility>
 #include <vector>
 
+#include "tools/training/run_flags.h"
+
 namespace drx::tool::lm {
 
-struct Options {
-  // Data and output.
-  std::string data_dir;  // default: drx::data::kBrownCorpusDir
-  std::string out_dir = "lm-out";
+// The shared flag groups (tools/training/run_flags.h) and drx lm's own.
+struct Options : training::RunFlags, training::ServerFlags {
+  Options();
   // Algorithm.
   std::string algorithm = "fedavg";  // fedavg (the FedAvg family) | diloco
   int64_t cohort = 8;                // fedavg: documents per round
@@ -24,27 +25,9 @@ struct Options {
   double client_lr = 3e-3;
   double client_momentum = 0.0;  // sgd
   double weight_decay = 0.01;    // adamw
-  // FedAvg family: the server optimizer.
-  std::string server_opt = "fedavg";  // fedavg | fedavgm | fedadam | fedyogi | fedadagrad
-  double server_lr = 1.0, server_momentum = 0.9;
-  double adam_beta1 = 0.9, adam_beta2 = 0.99, adam_eps = 1e-3;
   // DiLoCo: the outer optimizer (Nesterov momentum SGD).
   double outer_lr = 0.7, outer_momentum = 0.9;
-  // Schedule.
-  int64_t rounds = 80;
-  uint64_t seed = 0;
-  int64_t eval_every = 10;
   int64_t eval_windows = 8;  // per held-out document
-  int64_t checkpoint_every = 20;
-  bool resume = false, overwrite = false;
-  double max_seconds = 0;
-  // Execution.
-  int64_t devices = 1;
-  int64_t threads = 0;
-  bool mpi = false;
-  double mpi_timeout = 30;
-  bool quiet = false;
-  bool help = false;
 
   bool diloco() const { return algorithm == "diloco"; }
   int64_t clients_per_round() const { return diloco() ? workers : cohort; }

@@ -1,11 +1,11 @@
-#include "tools/fedavg/progress.h"
+#include "tools/training/progress.h"
 
 #include <cmath>
 #include <cstdio>
 #include <ostream>
 #include <string>
 
-namespace drx::tool::fedavg {
+namespace drx::tool::training {
 
 void format_duration(char* buf, int size, double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) seconds = 0;
@@ -64,4 +64,4 @@ void Progress::finish() {
   open_line_ = false;
 }
 
-}  // namespace drx::tool::fedavg
+}  // namespace drx::tool::training

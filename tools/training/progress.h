@@ -1,9 +1,9 @@
 #pragma once
-// The per-round progress report of `drx fedavg` on stderr.
+// The per-round progress report of the training commands on stderr.
 #include <cstdint>
 #include <iosfwd>
 
-namespace drx::tool::fedavg {
+namespace drx::tool::training {
 
 class Progress {
  public:
@@ -30,4 +30,4 @@ class Progress {
 // "1:05", "12.3s": a duration for progress lines.
 void format_duration(char* buf, int size, double seconds);
 
-}  // namespace drx::tool::fedavg
+}  // namespace drx::tool::training

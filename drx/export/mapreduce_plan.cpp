@@ -1,32 +1,82 @@
-#include "tools/commands/mapreduce_plan.h"
+#include "drx/export/mapreduce_plan.h"
+
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
-#include "drx/data/atomic_write.h"
-#include "drx/drx.h"
-#include "tools/commands/program_files.h"
+#include "drx/array/dtype.h"
+#include "drx/array/error.h"
+#include "drx/core/program_text.h"
+#include "drx/export/stablehlo.h"
 
-namespace drx::tool {
+namespace drx {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// Plans before schemas had only this "format"; they are schema 1.
+const char* const kLegacyFormat = "drx-mapreduce-plan-1";
+const char* const kFormat = "drx-mapreduce-plan";
 const char* const kParts[] = {"server_prepare", "client_work", "server_update"};
 
 std::string part_file(size_t stage, const char* part) {
   return "stage" + std::to_string(stage) + "." + part;
 }
 
-json type_json(const Type& t) { return {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}}; }
+json type_json(const Type& t) {
+  return {{"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}};
+}
 
 Type type_from(const json& j) {
   return Type(dtype_from_name(j.at("dtype").get<std::string>()), j.at("shape").get<Shape>());
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  data::write_file_atomically(path.string(), {text}, "split");
+// Written beside the target and renamed over it, so that a reader (a batch
+// job polling the folder) sees the old file or the whole new one. drx/data's
+// atomic write is a layer above this one.
+void write_text(const fs::path& path, const std::string& text, const std::string& op) {
+  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw Error(op + ": cannot write '" + path.string() + "'");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw Error(op + ": cannot write '" + path.string() + "': " + ec.message());
+  }
+}
+
+std::string read_text(const fs::path& path, const std::string& where) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(where + ": cannot open '" + path.string() + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(where + ": cannot read '" + path.string() + "'");
+  return ss.str();
+}
+
+Program load_part(const fs::path& file, const std::string& where) {
+  const std::string text = read_text(file, where);
+  try {
+    Program p = parse_program(text);
+    verify(p);
+    return p;
+  } catch (const Error& e) {
+    throw Error(where + ": part '" + file.string() + "': " + e.what());
+  }
 }
 
 std::string lines(const std::vector<std::string>& names) {
@@ -42,12 +92,31 @@ Part& part_of(Stage& s, size_t k) {
   return k == 0 ? s.server_prepare : k == 1 ? s.client_work : s.server_update;
 }
 
+// 1 for a plan written before schemas; drx::Error for anything else unknown.
+int schema_of(const json& plan, const std::string& where) {
+  const std::string format = plan.value("format", std::string("missing"));
+  if (format != kFormat && format != kLegacyFormat)
+    throw Error(where + ": not a MapReduce plan (format " + format + ", expected " + kFormat + ")");
+  if (!plan.contains("schema")) return 1;
+  const json& s = plan.at("schema");
+  if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > kMapReducePlanSchema)
+    throw Error(where + ": plan schema " + s.dump() +
+                " is not supported (this drx reads schemas 1 to " +
+                std::to_string(kMapReducePlanSchema) + "; a newer drx wrote it?)");
+  return s.get<int>();
+}
+
 }  // namespace
 
-void write_mapreduce_plan(const MapReduceForm& form, const std::string& dir, bool stablehlo) {
-  fs::create_directories(dir);
+void write_mapreduce_plan(const MapReduceForm& form, const std::string& dir,
+                          const MapReducePlanOptions& options) {
+  const std::string& op = options.op;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(op + ": cannot create the plan folder '" + dir + "': " + ec.message());
   json plan;
-  plan["format"] = "drx-mapreduce-plan-1";
+  plan["format"] = kFormat;
+  plan["schema"] = kMapReducePlanSchema;
   plan["placement"] = form.placement;
   plan["clients"] = form.clients;
   plan["inputs"] = form.inputs;
@@ -65,15 +134,15 @@ void write_mapreduce_plan(const MapReduceForm& form, const std::string& dir, boo
     for (size_t k = 0; k < 3; ++k) {
       const Part& part = part_of(s, k);
       const std::string base = part_file(i, kParts[k]);
-      write_text(fs::path(dir) / (base + ".drx"), to_string(part.program));
-      write_text(fs::path(dir) / (base + ".inputs"), lines(part.inputs));
-      write_text(fs::path(dir) / (base + ".outputs"), lines(part.outputs));
+      write_text(fs::path(dir) / (base + ".drx"), to_string(part.program), op);
+      write_text(fs::path(dir) / (base + ".inputs"), lines(part.inputs), op);
+      write_text(fs::path(dir) / (base + ".outputs"), lines(part.outputs), op);
       stage[kParts[k]] = {
           {"file", base + ".drx"}, {"inputs", part.inputs}, {"outputs", part.outputs}};
     }
-    if (stablehlo) {
+    if (options.stablehlo) {
       write_text(fs::path(dir) / (part_file(i, "client_work") + ".mlir"),
-                 to_stablehlo(s.client_work.program));
+                 to_stablehlo(s.client_work.program), op);
       stage["client_work"]["stablehlo_file"] = part_file(i, "client_work") + ".mlir";
     }
     stage["broadcast"] = s.broadcast;
@@ -88,21 +157,19 @@ void write_mapreduce_plan(const MapReduceForm& form, const std::string& dir, boo
                                        {"server_value", a.server_value}});
     plan["stages"].push_back(stage);
   }
-  write_text(fs::path(dir) / "plan.json", plan.dump(2) + "\n");
+  write_text(fs::path(dir) / "plan.json", plan.dump(2) + "\n", op);
 }
 
-MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd) {
-  const std::string where = std::string(cmd) + ": '" + plan_path + "'";
+MapReduceForm read_mapreduce_plan(const std::string& plan_path, const std::string& op) {
+  const std::string where = op + ": '" + plan_path + "'";
   json plan;
   try {
-    plan = json::parse(read_text(plan_path, cmd));
+    plan = json::parse(read_text(plan_path, op));
   } catch (const json::exception& e) {
     throw Error(where + ": not a JSON plan: " + e.what());
   }
   try {
-    if (plan.value("format", "") != "drx-mapreduce-plan-1")
-      throw Error(where + ": not a plan written by drx split (format " +
-                  plan.value("format", std::string("missing")) + ")");
+    schema_of(plan, where);  // schemas 1 and 2 differ only in the names they allow
     MapReduceForm form;
     form.placement = plan.at("placement").get<std::string>();
     form.clients = plan.at("clients").get<int64_t>();
@@ -125,7 +192,7 @@ MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd)
                       "' is missing: parts are read from the plan's own folder '" +
                       (dir.empty() ? std::string(".") : dir.string()) +
                       "', so keep plan.json beside the files drx split wrote");
-        part.program = load_program(file.string(), cmd);
+        part.program = load_part(file, where);
         part.inputs = pj.at("inputs").get<std::vector<std::string>>();
         part.outputs = pj.at("outputs").get<std::vector<std::string>>();
         if (part.inputs.size() != part.program.inputs.size() ||
@@ -159,4 +226,4 @@ MapReduceForm read_mapreduce_plan(const std::string& plan_path, const char* cmd)
   }
 }
 
-}  // namespace drx::tool
+}  // namespace drx

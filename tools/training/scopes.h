@@ -8,7 +8,7 @@
 #include "drx/core/mesh.h"
 #include "drx/exec/thread_pool.h"
 
-namespace drx::tool {
+namespace drx::tool::training {
 
 // How many shards (map_fn clients) an evaluation splits its examples into: a fixed number,
 // not the thread count, because the shards' sums are added in a tree over shards and a
@@ -50,4 +50,4 @@ class DevicesScope {
   std::optional<MeshScope> scope_;
 };
 
-}  // namespace drx::tool
+}  // namespace drx::tool::training
