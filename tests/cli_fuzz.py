@@ -2,7 +2,7 @@
 """A deterministic fuzz pass over the flags of every `drx` command (issue 29).
 
     usage: cli_fuzz.py DRX WORKDIR [--max-invocations N] [--jobs J] [--timeout S] [--seed S]
-                       [--list]
+                       [--only CMD,...] [--skip CMD,...] [--exhaustive] [--list] [--verbose]
 
 It learns the commands from `drx --help` and each command's flags from `drx help COMMAND`,
 so a new command or flag is fuzzed without editing this file. Around a valid invocation of
@@ -109,6 +109,12 @@ class Flag:
     @property
     def takes_value(self):
         return self.placeholder is not None
+
+    @property
+    def names_path(self):
+        """A file or folder: `--out DIR`, `-o OUT.mlir`, `--arg X.npy`."""
+        p = self.placeholder or ""
+        return "DIR" in p or "FILE" in p or "." in p or self.name in ("--out", "-o", "--data")
 
     def default(self):
         """A value the command accepts: the documented default, else a guess."""
@@ -403,12 +409,18 @@ def candidates(command, base, inputs, rng, exhaustive):
     offset = rng.randrange(len(bad))
     for n, f in enumerate(flags):
         rest = without_flag(base, f.name, command)
-        if f.takes_value:
+        if f.takes_value and f.names_path:
+            # What found every internal error so far: a path that is empty or too long.
+            for v, form in (("", n % 2 == 0), ("x" * 5000, n % 2 == 1)):
+                args = rest + ([f.name + "=" + v] if form else [f.name, v])
+                out.append((1, "bad value", "%s bad value %r" % (f.name, v[:20]), args))
+        elif f.takes_value:
             # Cycled through the list, so that every bad value meets several flags; every
             # third one in the --flag=VALUE form.
             v = bad[(offset + n) % len(bad)]
             args = rest + ([f.name + "=" + v] if n % 3 == 2 else [f.name, v])
             out.append((1, "bad value", "%s bad value %r" % (f.name, v[:20]), args))
+        if f.takes_value:
             out.append((2, "value missing", "%s value missing" % f.name, rest + [f.name]))
             twice = [f.name, f.default(), f.name, f.default()]
             out.append((2, "twice", "%s twice" % f.name, rest + twice))
@@ -486,10 +498,11 @@ def verdict(code, out, err, label, guessed):
 
 
 def shell_quote(a):
+    """a as a shell word, exactly: a long run of one character as the printf that makes it."""
     if a == "":
         return "''"
-    if len(a) > 60:
-        a = a[:40] + "...(%d chars)" % len(a)
+    if len(a) > 60 and len(set(a)) == 1 and re.match(r"^[A-Za-z0-9]$", a[0]):
+        return "\"$(printf '%s%%.0s' {1..%d})\"" % (a[0], len(a))
     return a if re.match(r"^[A-Za-z0-9_./=,:+@%-]+$", a) else "'" + a.replace("'", "'\\''") + "'"
 
 
@@ -501,6 +514,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--only", default="", help="fuzz only these commands (comma-separated)")
+    ap.add_argument("--skip", default="", help="leave these commands out (comma-separated)")
     ap.add_argument("--list", action="store_true", help="print the invocations, run none")
     ap.add_argument("--exhaustive", action="store_true",
                     help="every bad value for every flag (exploring; raise --max-invocations)")
@@ -524,6 +539,11 @@ def main():
     for name, path in sorted(skipped.items()):
         print("SKIP: drx %s not fuzzed: its data set %s is not installed (scripts/setup.sh)" %
               (name, path))
+    missing_data = sorted(skipped)
+    only = set(filter(None, opts.only.split(",")))
+    for c in commands:
+        if (only and c.name not in only) or c.name in opts.skip.split(","):
+            skipped.setdefault(c.name, None)
     inputs = Inputs(drx, work)
     rng = random.Random(opts.seed)
     plan = plan_invocations(commands, inputs, opts.max_invocations, rng, skipped,
@@ -541,8 +561,9 @@ def main():
         args = [out_dir if a == OUT else a for a in args]
         code, out, err, seconds = drx.run(args, cwd)
         why = verdict(code, out, err, label, guessed)
-        shutil.rmtree(cwd, ignore_errors=True)
-        return Result(c.name, kind, label, args, code, err, seconds, why)
+        if not why:  # a failure's folder stays, to run it again there
+            shutil.rmtree(cwd, ignore_errors=True)
+        return Result(c.name, kind, label, args, code, err, seconds, why, cwd)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
         results = list(pool.map(lambda a: one(*a), enumerate(plan)))
@@ -552,14 +573,14 @@ def main():
         print("\n%d of %d invocations failed" % (len(failures), len(results)))
         return 1
     shutil.rmtree(work, ignore_errors=True)
-    if skipped:
-        print("no failures; skipped (data not installed): " + ", ".join(sorted(skipped)))
+    if missing_data:
+        print("no failures; skipped (data not installed): " + ", ".join(missing_data))
         return EXIT_SKIP
     print("no failures")
     return 0
 
 
-Result = collections.namedtuple("Result", "command kind label args code err seconds why")
+Result = collections.namedtuple("Result", "command kind label args code err seconds why cwd")
 
 
 def report(commands, results, elapsed, opts):
@@ -590,7 +611,7 @@ def report(commands, results, elapsed, opts):
         if not r.why:
             continue
         print("\nFAIL (%s): %s" % (r.label, r.why))
-        print("  drx " + quoted(r.args))
+        print("  cd %s && %s %s" % (r.cwd, os.path.abspath(opts.drx), quoted(r.args)))
         print("  exit code %s after %.1f s; stderr ends:" % (r.code, r.seconds))
         for line in r.err.strip().splitlines()[-8:]:
             print("    " + line[:300])

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "drx/drx.h"
+#include "drx/export/mapreduce_plan.h"
 #include "examples/fed_hypergradient_lib.h"
 #include "tests/cli_util.h"
 #include "tests/test_util.h"
@@ -306,6 +307,43 @@ TEST(CliSplit, AClientsWorkRunsAsItsMapBodyWithoutAFlag) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("--client is deprecated"), std::string::npos) << r.err;
   EXPECT_TRUE(load_npy(out.string()).bitwise_equal(want));
+}
+
+// --input-names and --output-names name the plan's inputs, client data and outputs (a program
+// file has no names of its own); the plan then runs, by those names, to jit's bits. Without
+// one of the lists, its values are arg0, arg1, ... or out/0, out/1, ...
+TEST(CliSplit, NamedInputsAndOutputsNameThePlansValues) {
+  Scratch scratch;
+  const fs::path prog =
+      fs::path(DRX_SOURCE_DIR) / "tests/fixtures/mapreduce_plan_schema1/program.drx";
+  const fs::path parts = scratch.dir / "parts";
+  CliResult r = cli({"split", prog.string(), "--out", parts.string(), "--input-names",
+                     "w,data/x,data/y", "--output-names", "w,gap/max,gap/sum"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const MapReduceForm form = read_mapreduce_plan((parts / "plan.json").string());
+  EXPECT_EQ(form.inputs, (std::vector<std::string>{"w", "data/x", "data/y"}));
+  EXPECT_EQ(form.outputs, (std::vector<std::string>{"w", "gap/max", "gap/sum"}));
+  EXPECT_EQ(form.client_data, (std::map<std::string, size_t>{{"data/x", 1}, {"data/y", 2}}));
+  std::ifstream in(prog);
+  const Program p = parse_program(
+      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+  const std::vector<Array> args = {random_array({3}, f64, 1), random_array({4, 6, 3}, f64, 2),
+                                   random_array({4, 6}, f64, 3)};
+  EXPECT_TRUE(BitwiseEqual(run_mapreduce_form(form, args), jit_results_of(p, args)));
+
+  r = cli({"split", prog.string(), "--out", parts.string(), "--output-names", "a,b,c"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_mapreduce_plan((parts / "plan.json").string()).inputs,
+            (std::vector<std::string>{"arg0", "arg1", "arg2"}));
+  r = cli({"split", prog.string(), "--out", parts.string(), "--input-names", "w,x"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("split: --input-names names 2 values, but the program has 3"),
+            std::string::npos)
+      << r.err;
+  r = cli({"split", prog.string(), "--out", parts.string(), "--input-names", "w,x y,z"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("split: --input-names: 'x y' is not a valid name"), std::string::npos)
+      << r.err;
 }
 
 }  // namespace

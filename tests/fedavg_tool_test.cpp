@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "drx/data/atomic_write.h"
+#include "drx/data/checkpoint.h"
 #include "drx/drx.h"
 #include "tests/cli_util.h"
 #include "tests/fashion_fixture.h"
 #include "tools/cli.h"
-#include "tools/fedavg/atomic_file.h"
-#include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/metrics.h"
 #include "tools/fedavg/options.h"
 #include "tools/fedavg/train.h"
@@ -106,8 +106,8 @@ class FedavgTool : public ::testing::Test {
   fs::path dir_;
 };
 
-fa::Checkpoint sample_checkpoint() {
-  fa::Checkpoint c;
+drx::data::Checkpoint sample_checkpoint() {
+  drx::data::Checkpoint c;
   c.config = {{"--clients", "10"}, {"--client-lr", "0.10000000000000001"}, {"--seed", "3"}};
   c.round = 7;
   Array w =
@@ -124,12 +124,12 @@ fa::Checkpoint sample_checkpoint() {
 }
 
 TEST_F(FedavgTool, CheckpointRoundTripIsBitExact) {
-  const fa::Checkpoint c = sample_checkpoint();
+  const drx::data::Checkpoint c = sample_checkpoint();
   const std::string file = path("ck.bin");
-  fa::write_checkpoint(file, c);
+  drx::data::write_checkpoint(file, c, "test");
   // The atomic write leaves only the final file behind.
   EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"ck.bin"});
-  fa::Checkpoint d = fa::read_checkpoint(file);
+  drx::data::Checkpoint d = drx::data::read_checkpoint(file);
   EXPECT_EQ(d.config, c.config);
   EXPECT_EQ(d.round, 7);
   EXPECT_TRUE(same_tree(d.params, c.params)) << d.params.structure();
@@ -141,14 +141,14 @@ TEST_F(FedavgTool, CheckpointRoundTripIsBitExact) {
   EXPECT_EQ(d.history[1].test_accuracy, 0.5);
   EXPECT_EQ(d.history[1].elapsed_s, 1.5);
   // Re-encoding the decoded checkpoint reproduces the file byte for byte.
-  EXPECT_EQ(fa::encode_checkpoint(d), slurp(file));
+  EXPECT_EQ(drx::data::encode_checkpoint(d), slurp(file));
   // Overwriting replaces the file, again without leftovers.
-  fa::write_checkpoint(file, d);
+  drx::data::write_checkpoint(file, d, "test");
   EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"ck.bin"});
 }
 
 TEST_F(FedavgTool, CheckpointHeaderIsAsDocumented) {
-  const std::string bytes = fa::encode_checkpoint(sample_checkpoint());
+  const std::string bytes = drx::data::encode_checkpoint(sample_checkpoint());
   EXPECT_EQ(bytes.substr(0, 8), "DRXFEDCK");
   EXPECT_EQ(bytes.substr(8, 4), std::string("\x01\0\0\0", 4));
   // The trailer is zlib's CRC-32 of everything before it, little-endian (checked against a
@@ -167,18 +167,18 @@ TEST_F(FedavgTool, CheckpointHeaderIsAsDocumented) {
 }
 
 TEST_F(FedavgTool, CheckpointDamageIsRefused) {
-  const std::string good = fa::encode_checkpoint(sample_checkpoint());
+  const std::string good = drx::data::encode_checkpoint(sample_checkpoint());
   // Every single corrupted byte, and every truncation, is a drx::Error.
   for (size_t i = 0; i < good.size(); ++i) {
     std::string bad = good;
     bad[i] = static_cast<char>(bad[i] ^ 0x5a);
-    EXPECT_THROW(fa::decode_checkpoint(bad), drx::Error) << "byte " << i;
+    EXPECT_THROW(drx::data::decode_checkpoint(bad), drx::Error) << "byte " << i;
   }
   for (size_t n = 0; n < good.size(); ++n)
-    EXPECT_THROW(fa::decode_checkpoint(good.substr(0, n)), drx::Error) << "length " << n;
+    EXPECT_THROW(drx::data::decode_checkpoint(good.substr(0, n)), drx::Error) << "length " << n;
   auto message = [](const std::string& bytes) {
     try {
-      fa::decode_checkpoint(bytes, "ck.bin");
+      drx::data::decode_checkpoint(bytes, "ck.bin");
     } catch (const drx::Error& e) {
       return std::string(e.what());
     }
@@ -193,37 +193,37 @@ TEST_F(FedavgTool, CheckpointDamageIsRefused) {
   v2[8] = 2;
   EXPECT_NE(message(v2).find("version 2 is not supported"), std::string::npos) << message(v2);
   // A file that is not there.
-  EXPECT_THROW(fa::read_checkpoint(path("missing.bin")), drx::Error);
+  EXPECT_THROW(drx::data::read_checkpoint(path("missing.bin")), drx::Error);
 }
 
 TEST_F(FedavgTool, ConfigMismatchNamesTheField) {
   const std::vector<std::pair<std::string, std::string>> saved = {{"--clients", "10"},
                                                                   {"--client-lr", "0.1"}};
-  EXPECT_NO_THROW(fa::check_same_config(saved, saved, "ck"));
+  EXPECT_NO_THROW(drx::data::check_same_config(saved, saved, "ck"));
   try {
-    fa::check_same_config(saved, {{"--clients", "10"}, {"--client-lr", "0.2"}}, "ck");
+    drx::data::check_same_config(saved, {{"--clients", "10"}, {"--client-lr", "0.2"}}, "ck");
     ADD_FAILURE() << "no error";
   } catch (const drx::Error& e) {
     EXPECT_NE(std::string(e.what()).find("--client-lr 0.1 but this run has --client-lr 0.2"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(fa::check_same_config(saved, {{"--clients", "10"}}, "ck"), drx::Error);
+  EXPECT_THROW(drx::data::check_same_config(saved, {{"--clients", "10"}}, "ck"), drx::Error);
 }
 
 TEST_F(FedavgTool, AtomicWriteReplacesAndFailsCleanly) {
   const std::string file = path("a.txt");
-  fa::write_file_atomic(file, "first");
-  fa::write_file_atomic(file, "second");
+  drx::data::write_file_atomically(file, {"first"}, "test");
+  drx::data::write_file_atomically(file, {"second"}, "test");
   EXPECT_EQ(slurp(file), "second");
   EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"a.txt"});
-  EXPECT_THROW(fa::write_file_atomic(path("no/such/dir/x"), "x"), drx::Error);
+  EXPECT_THROW(drx::data::write_file_atomically(path("no/such/dir/x"), {"x"}, "test"), drx::Error);
   EXPECT_EQ(dir_entries(dir_), std::vector<std::string>{"a.txt"});
 }
 
 TEST_F(FedavgTool, MetricsCsvAndSvg) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<fa::MetricsRow> rows = {{1, 2.0, nan, nan, 0.5}, {2, 1.5, 1.25, 0.625, 1.0}};
+  std::vector<drx::data::RoundRecord> rows = {{1, 2.0, nan, nan, 0.5}, {2, 1.5, 1.25, 0.625, 1.0}};
   EXPECT_EQ(fa::metrics_csv(rows),
             "round,train_loss,test_loss,test_accuracy,elapsed_s\n"
             "1,2.000000,,,0.500\n"
@@ -387,12 +387,12 @@ TEST_F(FedavgTool, ResumeIsBitIdenticalToAnUninterruptedRun) {
   ASSERT_EQ(full.code, 0) << full.err;
   CliResult part = run(path("part"), 2, {});
   ASSERT_EQ(part.code, 0) << part.err;
-  fa::Checkpoint at2 = fa::read_checkpoint(path("part/checkpoint.bin"));
+  drx::data::Checkpoint at2 = drx::data::read_checkpoint(path("part/checkpoint.bin"));
   EXPECT_EQ(at2.round, 2);
   CliResult resumed = run(path("part"), 5, {"--resume"});
   ASSERT_EQ(resumed.code, 0) << resumed.err;
-  fa::Checkpoint a = fa::read_checkpoint(path("full/checkpoint.bin"));
-  fa::Checkpoint b = fa::read_checkpoint(path("part/checkpoint.bin"));
+  drx::data::Checkpoint a = drx::data::read_checkpoint(path("full/checkpoint.bin"));
+  drx::data::Checkpoint b = drx::data::read_checkpoint(path("part/checkpoint.bin"));
   EXPECT_EQ(a.round, 5);
   EXPECT_EQ(b.round, 5);
   EXPECT_TRUE(same_tree(a.params, b.params));
@@ -413,7 +413,7 @@ TEST_F(FedavgTool, ResumeIsBitIdenticalToAnUninterruptedRun) {
   // Two devices along "clients" (and one thread) train the same model bit for bit.
   CliResult mesh = run(path("mesh"), 5, {"--devices", "2", "--threads", "1"});
   ASSERT_EQ(mesh.code, 0) << mesh.err;
-  fa::Checkpoint m = fa::read_checkpoint(path("mesh/checkpoint.bin"));
+  drx::data::Checkpoint m = drx::data::read_checkpoint(path("mesh/checkpoint.bin"));
   EXPECT_TRUE(same_tree(a.params, m.params));
   EXPECT_TRUE(same_tree(a.state, m.state));
 
@@ -448,7 +448,7 @@ TEST_F(FedavgTool, AnEarlierRunIsNotOverwrittenByAccident) {
   EXPECT_EQ(slurp(path("out/checkpoint.bin")), before);
   again.push_back("--overwrite");
   ASSERT_EQ(cli(again).code, 0);
-  EXPECT_EQ(fa::read_checkpoint(path("out/checkpoint.bin")).round, 3);
+  EXPECT_EQ(drx::data::read_checkpoint(path("out/checkpoint.bin")).round, 3);
   again.push_back("--resume");
   EXPECT_EQ(cli(again).code, 2);
 }
@@ -488,10 +488,10 @@ TEST_F(FedavgTool, FedAdamHyperparametersReachTheServerAndTheCheckpoint) {
     args.insert(args.end(), more.begin(), more.end());
     CliResult r = cli(args);
     EXPECT_EQ(r.code, 0) << r.err;
-    return fa::read_checkpoint(out + "/checkpoint.bin");
+    return drx::data::read_checkpoint(out + "/checkpoint.bin");
   };
-  fa::Checkpoint plain = run(path("a"), {});
-  fa::Checkpoint tuned = run(path("b"), {"--adam-beta2", "0.5", "--adam-eps", "0.1"});
+  drx::data::Checkpoint plain = run(path("a"), {});
+  drx::data::Checkpoint tuned = run(path("b"), {"--adam-beta2", "0.5", "--adam-eps", "0.1"});
   // Another beta2 and tau give another model; the flags are part of the configuration.
   EXPECT_FALSE(same_tree(plain.params, tuned.params));
   bool recorded = false;
@@ -506,7 +506,7 @@ TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
   CliResult r = cli(args);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("stopped by --max-seconds"), std::string::npos) << r.out;
-  fa::Checkpoint c = fa::read_checkpoint(path("out/checkpoint.bin"));
+  drx::data::Checkpoint c = drx::data::read_checkpoint(path("out/checkpoint.bin"));
   EXPECT_EQ(c.round, 1);  // a run always makes progress
   ASSERT_EQ(c.history.size(), 1u);
   EXPECT_TRUE(c.history[0].evaluated());
@@ -517,7 +517,7 @@ TEST_F(FedavgTool, TimeBudgetStopsWithACheckpointAndResumes) {
   }());
   ASSERT_EQ(rest.code, 0) << rest.err;
   EXPECT_NE(rest.out.find("after 4/4 rounds"), std::string::npos) << rest.out;
-  EXPECT_EQ(fa::read_checkpoint(path("out/checkpoint.bin")).round, 4);
+  EXPECT_EQ(drx::data::read_checkpoint(path("out/checkpoint.bin")).round, 4);
 }
 
 TEST_F(FedavgTool, ProgressLines) {
@@ -595,8 +595,10 @@ TEST_F(FedavgTool, DpFedAvgReportsTheAccountantsEpsilonAndResumesBitExactly) {
     ASSERT_EQ(part.code, 0) << part.err;
     CliResult resumed = run(path("dp-part-" + sampling), 4, {"--resume"});
     ASSERT_EQ(resumed.code, 0) << resumed.err;
-    fa::Checkpoint a = fa::read_checkpoint(path("dp-" + sampling + "/checkpoint.bin"));
-    fa::Checkpoint b = fa::read_checkpoint(path("dp-part-" + sampling + "/checkpoint.bin"));
+    drx::data::Checkpoint a =
+        drx::data::read_checkpoint(path("dp-" + sampling + "/checkpoint.bin"));
+    drx::data::Checkpoint b =
+        drx::data::read_checkpoint(path("dp-part-" + sampling + "/checkpoint.bin"));
     EXPECT_TRUE(same_tree(a.params, b.params));
     EXPECT_TRUE(same_tree(a.state, b.state));
     EXPECT_EQ(a.state.structure(), "{dp:{clip:*,key:*},server:[]}");
@@ -612,7 +614,7 @@ TEST_F(FedavgTool, DpFedAvgReportsTheAccountantsEpsilonAndResumesBitExactly) {
     args.push_back(a);
   CliResult adaptive = cli(args);
   ASSERT_EQ(adaptive.code, 0) << adaptive.err;
-  fa::Checkpoint c = fa::read_checkpoint(path("dp-adaptive/checkpoint.bin"));
+  drx::data::Checkpoint c = drx::data::read_checkpoint(path("dp-adaptive/checkpoint.bin"));
   EXPECT_NE(c.state["dp"]["clip"].array().item<float>(), 0.5f);
   args.back() = "0.2";  // 2 x 0.2 < 0.5
   CliResult refused = cli(args);

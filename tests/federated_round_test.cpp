@@ -65,6 +65,7 @@ struct Ref {
   double loss = 0;                          // weighted mean of the clients' losses
   std::vector<std::vector<double>> client;  // per client: final buffer (w..., b)
   std::vector<double> client_loss, delta_norm2;
+  std::vector<std::vector<double>> delta;  // per client: p - params
 };
 Ref reference(const Data& d, double client_lr, double client_mom, double server_lr,
               double server_mom, const std::vector<double>& server_trace, bool skip,
@@ -109,6 +110,7 @@ Ref reference(const Data& d, double client_lr, double client_mom, double server_
     loss_sum += wk * lk;
     total += wk;
     r.client.push_back(buf);
+    r.delta.push_back({p[0] - p0[0], p[1] - p0[1], p[2] - p0[2]});
     r.client_loss.push_back(lk);
     r.delta_norm2.push_back(n2);
   }
@@ -302,6 +304,32 @@ TEST(FederatedRound, PrepareBuildsBatchesFromSharedInputs) {
   Tree out = jit(optim::fedavg_round(lr_loss, optim::sgd(0.1), optim::sgd(1.0), K, spec))(
       d.params(), Tree(), clients, shared);
   expect_near(flat(out["params"]), reference(d, 0.1, 0, 1.0, 0, {0, 0, 0}, true).params, "params");
+}
+
+// DP-FedAvg through the generic round: without noise, the server applies the mean over the
+// expected cohort of the clients' updates clipped to L2 norm `clip`, and the key is split.
+TEST(FederatedRound, DpClipsEachUpdateAndDividesByTheExpectedCohort) {
+  Data d;
+  d.w = {1, 1, 0};  // client 2 does not participate
+  optim::FederatedRoundSpec spec = weighted_spec();
+  spec.dp = optim::DpSpec{};
+  spec.dp->expected_cohort = 4;
+  const double clip = 0.05;
+  Tree params = d.params();
+  Tree state = optim::dp_round_state(Tree(), clip, random::key(7), DType::f64, *spec.dp);
+  Tree out = jit(optim::fedavg_round(lr_loss, optim::sgd(0.2), optim::sgd(1.0), K, spec))(
+      params, state, d.clients(), Tree());
+  Ref r = reference(d, 0.2, 0, 1.0, 0, {0, 0, 0}, true);
+  std::vector<double> want = {d.w0[0], d.w0[1], d.b0};
+  for (int64_t k = 0; k < 2; ++k) {
+    const std::vector<double>& dk = r.delta[static_cast<size_t>(k)];
+    const double norm = std::sqrt(dk[0] * dk[0] + dk[1] * dk[1] + dk[2] * dk[2]);
+    ASSERT_GT(norm, clip) << "the test needs updates that get clipped";
+    for (int j = 0; j < 3; ++j) want[j] += dk[j] * clip / norm / 4;
+  }
+  expect_near(flat(out["params"]), want, "DP params");
+  EXPECT_EQ(out["state"]["dp"]["clip"].array().element_as_double(0), clip);
+  EXPECT_FALSE(BitwiseEqual({out["state"]["dp"]["key"].array()}, {random::key(7)}));
 }
 
 // The MLP round of optim.h is the generic round with the MLP's loss, SGD and a gather.

@@ -12,17 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "drx/data/checkpoint.h"
 #include "drx/drx.h"
 #include "tests/brown_fixture.h"
 #include "tests/cli_util.h"
-#include "tools/fedavg/checkpoint.h"
 #include "tools/lm/flops.h"
 #include "tools/lm/options.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-namespace fa = drx::tool::fedavg;
 using drx::Tree;
 using drx::testing::cli;
 using drx::testing::CliResult;
@@ -95,13 +94,16 @@ class LmTool : public ::testing::Test {
     ASSERT_EQ(full.code, 0) << full.err;
     CliResult part = run(path("part" + tag), 2, extra);
     ASSERT_EQ(part.code, 0) << part.err;
-    const fa::Checkpoint at2 = fa::read_checkpoint(path("part" + tag + "/checkpoint.bin"));
+    const drx::data::Checkpoint at2 =
+        drx::data::read_checkpoint(path("part" + tag + "/checkpoint.bin"));
     std::vector<std::string> more = extra;
     more.push_back("--resume");
     CliResult resumed = run(path("part" + tag), 5, more);
     ASSERT_EQ(resumed.code, 0) << resumed.err;
-    const fa::Checkpoint a = fa::read_checkpoint(path("full" + tag + "/checkpoint.bin"));
-    const fa::Checkpoint b = fa::read_checkpoint(path("part" + tag + "/checkpoint.bin"));
+    const drx::data::Checkpoint a =
+        drx::data::read_checkpoint(path("full" + tag + "/checkpoint.bin"));
+    const drx::data::Checkpoint b =
+        drx::data::read_checkpoint(path("part" + tag + "/checkpoint.bin"));
     EXPECT_EQ(b.round, 5);
     EXPECT_TRUE(same_tree(a.params, b.params)) << tag;
     EXPECT_TRUE(same_tree(a.state, b.state)) << tag;
@@ -131,7 +133,7 @@ TEST_F(LmTool, RunsWritesItsFilesAndReportsFlops) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
   const std::string svg = slurp(path("out/metrics.svg"));
   EXPECT_NE(svg.find("id=\"heldout_bpb\""), std::string::npos);
-  const fa::Checkpoint c = fa::read_checkpoint(path("out/checkpoint.bin"));
+  const drx::data::Checkpoint c = drx::data::read_checkpoint(path("out/checkpoint.bin"));
   EXPECT_EQ(c.round, 4);
   EXPECT_TRUE(c.history[1].evaluated());
   EXPECT_FALSE(c.history[0].evaluated());
@@ -149,7 +151,7 @@ TEST_F(LmTool, ResumeIsBitIdenticalForFedAvgFedYogiAndDiLoCo) {
 TEST_F(LmTool, DiLoCoCheckpointsEveryWorkersInnerState) {
   CliResult r = run(path("diloco"), 3, {"--algorithm", "diloco", "--workers", "3"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const fa::Checkpoint c = fa::read_checkpoint(path("diloco/checkpoint.bin"));
+  const drx::data::Checkpoint c = drx::data::read_checkpoint(path("diloco/checkpoint.bin"));
   ASSERT_EQ(c.state.structure().substr(0, 7), "{inner:");
   // AdamW's step count per worker: 3 rounds of 2 inner steps, kept across rounds.
   const drx::Array counts = drx::tree_leaves(c.state["inner"])[0].array();
@@ -162,8 +164,8 @@ TEST_F(LmTool, TwoDevicesTrainTheSameModel) {
   CliResult two = run(path("two"), 3, {"--threads", "1", "--devices", "2"});
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(two.code, 0) << two.err;
-  const fa::Checkpoint a = fa::read_checkpoint(path("one/checkpoint.bin"));
-  const fa::Checkpoint b = fa::read_checkpoint(path("two/checkpoint.bin"));
+  const drx::data::Checkpoint a = drx::data::read_checkpoint(path("one/checkpoint.bin"));
+  const drx::data::Checkpoint b = drx::data::read_checkpoint(path("two/checkpoint.bin"));
   EXPECT_TRUE(same_tree(a.params, b.params));
 }
 
@@ -175,8 +177,8 @@ TEST_F(LmTool, AnyThreadCountGivesTheSameRunBitwise) {
   CliResult three = run(path("t3"), 4, {"--threads", "3"});
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(three.code, 0) << three.err;
-  const fa::Checkpoint a = fa::read_checkpoint(path("t1/checkpoint.bin"));
-  const fa::Checkpoint b = fa::read_checkpoint(path("t3/checkpoint.bin"));
+  const drx::data::Checkpoint a = drx::data::read_checkpoint(path("t1/checkpoint.bin"));
+  const drx::data::Checkpoint b = drx::data::read_checkpoint(path("t3/checkpoint.bin"));
   EXPECT_TRUE(same_tree(a.params, b.params));
   ASSERT_EQ(a.history.size(), b.history.size());
   for (size_t i = 0; i < a.history.size(); ++i) {

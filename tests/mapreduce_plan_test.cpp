@@ -242,6 +242,30 @@ TEST(MapReducePlan, NamesAreCheckedAndUpdatesInPlaceWaitForTheLastRead) {
   EXPECT_EQ(alias.types.at("w_copy"), Type(f32, {2}));
   EXPECT_TRUE(BitwiseEqual(run_mapreduce_form(alias, args), jit_results(p, args)));
 
+  // The input w kept as w_old while its update replaces it: in the last server_update (where
+  // the update is computed) and in stage 0's server_prepare (whence it is broadcast).
+  const auto keep = program({{"clients", 4}},
+                            [](Value w, Value x) {
+                              return std::vector<Value>{w + reduce_sum(x), w};
+                            },
+                            {"", "clients"});
+  const auto early = program(
+      {{"clients", 4}},
+      [](Value w, Value x) {
+        Value w2 = w * 2.0;
+        Value r = reduce_sum(map_fn([](Value a, Value xk) { return a * xk; }, broadcast(w2), x));
+        return std::vector<Value>{w2, r, w};
+      },
+      {"", "clients"});
+  for (const Program& k : {trace(keep, types), trace(early, types)}) {
+    const bool three = k.outputs.size() == 3;
+    const FormNames names =
+        three ? FormNames{{"w", "x"}, {"w", "r", "w_old"}} : FormNames{{"w", "x"}, {"w", "w_old"}};
+    const std::vector<Array> got = run_mapreduce_form(mapreduce_form(k, names), args);
+    EXPECT_TRUE(BitwiseEqual(got, jit_results(k, args)));
+    EXPECT_TRUE(got.back().bitwise_equal(args[0]));
+  }
+
   expect_error(
       [&] {
         mapreduce_form(p, FormNames{{"w", "x"}, {"v3", "w"}});

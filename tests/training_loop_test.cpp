@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "drx/data/checkpoint.h"
 #include "drx/drx.h"
 #include "tests/brown_fixture.h"
 #include "tests/cli_util.h"
 #include "tests/fashion_fixture.h"
-#include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/options.h"
 #include "tools/lm/options.h"
 #include "tools/training/run_flags.h"
@@ -125,7 +125,7 @@ TEST_F(TrainingLoop, FedavgDivergenceStopsWithExitCodeThreeAndKeepsTheLastFinite
   for (size_t i = 1; i + 1 < csv.size(); ++i) EXPECT_EQ(csv[i].find("nan"), std::string::npos);
   EXPECT_TRUE(fs::exists(out + "/metrics.svg"));
   // The checkpoint is the round before, finite, with the rows before.
-  const fa::Checkpoint c = fa::read_checkpoint(out + "/checkpoint.bin");
+  const drx::data::Checkpoint c = drx::data::read_checkpoint(out + "/checkpoint.bin");
   EXPECT_EQ(c.round, round - 1);
   EXPECT_EQ(static_cast<int64_t>(c.history.size()), round - 1);
   EXPECT_TRUE(all_finite(c.params));
@@ -153,7 +153,7 @@ TEST_F(TrainingLoop, DivergenceAtRoundOneKeepsTheInitialModel) {
   const std::vector<std::string> csv = lines(slurp(out + "/metrics.csv"));
   ASSERT_EQ(csv.size(), 2u);
   EXPECT_EQ(csv[1].rfind("1,nan,nan,nan,", 0), 0u) << csv[1];
-  const fa::Checkpoint c = fa::read_checkpoint(out + "/checkpoint.bin");
+  const drx::data::Checkpoint c = drx::data::read_checkpoint(out + "/checkpoint.bin");
   EXPECT_EQ(c.round, 0);
   EXPECT_TRUE(c.history.empty());
   EXPECT_TRUE(all_finite(c.params));
@@ -175,7 +175,7 @@ TEST_F(TrainingLoop, LmDivergenceWritesNanAndKeepsTheRoundBefore) {
   const std::vector<std::string> csv = lines(slurp(out + "/metrics.csv"));
   ASSERT_EQ(static_cast<int64_t>(csv.size()), round + 1);
   EXPECT_EQ(csv.back().rfind(std::to_string(round) + ",nan,nan,", 0), 0u) << csv.back();
-  EXPECT_EQ(fa::read_checkpoint(out + "/checkpoint.bin").round, round - 1);
+  EXPECT_EQ(drx::data::read_checkpoint(out + "/checkpoint.bin").round, round - 1);
 }
 
 // A DP run that diverges still reports what it spent: the epsilon of the rounds run.
@@ -198,7 +198,7 @@ TEST_F(TrainingLoop, MaxSecondsStopsLmLikeFedavgWithAnEvaluatedCheckpoint) {
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("after 1/5 rounds"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("stopped by --max-seconds"), std::string::npos) << r.out;
-    const fa::Checkpoint c = fa::read_checkpoint(out + "/checkpoint.bin");
+    const drx::data::Checkpoint c = drx::data::read_checkpoint(out + "/checkpoint.bin");
     EXPECT_EQ(c.round, 1) << command;
     ASSERT_EQ(c.history.size(), 1u) << command;
     EXPECT_TRUE(c.history[0].evaluated()) << command;

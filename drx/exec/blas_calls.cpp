@@ -26,6 +26,7 @@ int limit_from_config() {
 }
 
 std::atomic<int> in_flight{0}, peak{0};
+std::atomic<int64_t> made{0};
 
 std::counting_semaphore<>& slots() {
   static std::counting_semaphore<> s(blas_call_limit() == INT_MAX ? 0 : blas_call_limit());
@@ -43,6 +44,7 @@ int blas_call_limit() {
 
 BlasCallSlot::BlasCallSlot() {
   if (bounded()) slots().acquire();
+  made.fetch_add(1, std::memory_order_relaxed);
   const int now = in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
   int seen = peak.load(std::memory_order_relaxed);
   while (now > seen && !peak.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
@@ -55,5 +57,7 @@ BlasCallSlot::~BlasCallSlot() {
 }
 
 int blas_calls_peak() { return peak.load(std::memory_order_relaxed); }
+
+int64_t blas_calls_made() { return made.load(std::memory_order_relaxed); }
 
 }  // namespace drx::exec

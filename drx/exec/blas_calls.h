@@ -8,6 +8,8 @@
 // cblas_sgemm at once segfault now and then, and so did `drx lm --devices 1000`, whose device
 // threads each run a product. drx's threads (one per device, --threads up to 1024) therefore take
 // a slot for each call, so no more calls are in flight than half the table.
+#include <cstdint>
+
 namespace drx::exec {
 
 // The most BLAS calls drx makes at once: OpenBLAS's MAX_THREADS as its build states it
@@ -25,5 +27,7 @@ class BlasCallSlot {
 
 // The most slots held at once since the process started: what the tests check the bound on.
 int blas_calls_peak();
+// Slots taken since the process started: that every BLAS call of drx takes one.
+int64_t blas_calls_made();
 
 }  // namespace drx::exec

@@ -79,11 +79,14 @@ void rename_all(std::vector<std::string>& names, const std::map<std::string, std
     if (auto it = to.find(n); it != to.end()) n = it->second;
 }
 
-// Makes the last server_update also output `from` under the name `alias`.
-void add_alias(MapReduceForm& form, const std::string& from, const std::string& alias) {
+// Makes the last server_update also output `from` under the name `alias`. An input's name may
+// also be an output's of that part (an update in place), so `from` is looked up where the
+// value is: among the part's inputs for a program input, else first among its outputs.
+void add_alias(MapReduceForm& form, const std::string& from, bool program_input,
+               const std::string& alias) {
   Part& u = form.stages.back().server_update;
   int var = -1;
-  for (size_t k = 0; k < u.outputs.size() && var < 0; ++k)
+  for (size_t k = 0; k < u.outputs.size() && var < 0 && !program_input; ++k)
     if (u.outputs[k] == from) var = u.program.outputs[k];
   for (size_t k = 0; k < u.inputs.size() && var < 0; ++k)
     if (u.inputs[k] == from) var = u.program.inputs[k];
@@ -195,6 +198,12 @@ MapReduceForm mapreduce_form(const Program& program, const FormNames& names) {
     if (!rows.empty()) data_names.insert(name);
   }
   std::vector<std::pair<std::string, std::string>> aliases;  // (a named value, another name)
+  // Inputs that an output copies under another name: read by the last server_update, so an
+  // output replacing them in place must wait until then.
+  std::set<std::string> copied;
+  for (size_t j = 0; j < names.outputs.size(); ++j)
+    if (auto it = to.find(form.outputs[j]); it != to.end() && it->second != names.outputs[j])
+      copied.insert(it->second);
   for (size_t j = 0; j < names.outputs.size(); ++j) {
     const std::string& old = form.outputs[j];
     const std::string& name = names.outputs[j];
@@ -214,7 +223,7 @@ MapReduceForm mapreduce_form(const Program& program, const FormNames& names) {
         throw Error(op + ": output '" + name + "' is " + now.str() + " but input '" + name +
                     "' is " + was.str() + "; one name is one type: give the output another name");
       const int written = written_at(form, old);
-      if (written < 0 || last_read_at(form, in->second) > written) {
+      if (written < 0 || copied.count(name) || last_read_at(form, in->second) > written) {
         aliases.emplace_back(old, name);
         continue;
       }
@@ -248,8 +257,11 @@ MapReduceForm mapreduce_form(const Program& program, const FormNames& names) {
       for (std::string* n : {&a.client_value, &a.weight, &a.server_value})
         if (auto it = to.find(*n); it != to.end()) *n = it->second;
   }
-  for (const auto& [value, alias] : aliases)
-    add_alias(form, to.count(value) ? to.at(value) : value, alias);
+  for (const auto& [value, alias] : aliases) {
+    const std::string from = to.count(value) ? to.at(value) : value;
+    const auto in = input_value.find(from);
+    add_alias(form, from, in != input_value.end() && in->second == value, alias);
+  }
   form.outputs = names.outputs;
   return form;
 }

@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "tools/fedavg/checkpoint.h"
+#include "drx/data/checkpoint.h"
 
 namespace {
 
-using drx::tool::fedavg::Checkpoint;
+using drx::data::Checkpoint;
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const std::string d = first_difference(drx::tool::fedavg::read_checkpoint(argv[1]),
-                                           drx::tool::fedavg::read_checkpoint(argv[2]));
+    const std::string d =
+        first_difference(drx::data::read_checkpoint(argv[1]), drx::data::read_checkpoint(argv[2]));
     if (!d.empty()) {
       std::fprintf(stderr, "drx_same_run: %s and %s: %s\n", argv[1], argv[2], d.c_str());
       return 1;

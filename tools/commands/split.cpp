@@ -7,6 +7,7 @@
 
 #include "drx/drx.h"
 #include "drx/export/mapreduce_form.h"
+#include "drx/export/mapreduce_names.h"
 #include "drx/export/mapreduce_plan.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
@@ -38,15 +39,54 @@ std::optional<std::string> flag_value(const Args& args, size_t& i, const std::st
   return std::nullopt;
 }
 
+// "a,b,c" as names, checked; a program file has no names of its own.
+std::vector<std::string> name_list(const std::string& text, size_t want, const char* flag) {
+  std::vector<std::string> names;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    names.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+    check_form_name(names.back(), std::string("split: ") + flag);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (names.size() != want)
+    throw UsageError(std::string("split: ") + flag + " names " + std::to_string(names.size()) +
+                     " values, but the program has " + std::to_string(want));
+  return names;
+}
+
+// The flags' names; a list not given is arg0, arg1, ... for the inputs and out (one output)
+// or out/0, out/1, ... for the outputs, as drx::form_names names a traced function's.
+FormNames names_of(const Program& p, const std::optional<std::string>& inputs,
+                   const std::optional<std::string>& outputs) {
+  FormNames names;
+  if (inputs) {
+    names.inputs = name_list(*inputs, p.inputs.size(), "--input-names");
+  } else {
+    for (size_t k = 0; k < p.inputs.size(); ++k) names.inputs.push_back("arg" + std::to_string(k));
+  }
+  if (outputs) {
+    names.outputs = name_list(*outputs, p.outputs.size(), "--output-names");
+  } else {
+    for (size_t k = 0; k < p.outputs.size(); ++k)
+      names.outputs.push_back(p.outputs.size() == 1 ? "out" : "out/" + std::to_string(k));
+  }
+  return names;
+}
+
 }  // namespace
 
 int split_command(const Args& args, std::ostream& out, std::ostream&) {
-  std::optional<std::string> file, dir, format;
+  std::optional<std::string> file, dir, format, input_names, output_names;
   for (size_t i = 0; i < args.size(); ++i) {
     if (auto v = flag_value(args, i, "--out", "split")) {
       dir = v;
     } else if (auto f = flag_value(args, i, "--format", "split")) {
       format = f;
+    } else if (auto in = flag_value(args, i, "--input-names", "split")) {
+      input_names = in;
+    } else if (auto on = flag_value(args, i, "--output-names", "split")) {
+      output_names = on;
     } else if (args[i].starts_with("-") && args[i] != "-") {
       throw UsageError("split: unknown flag '" + args[i] + "'");
     } else if (file) {
@@ -64,7 +104,9 @@ int split_command(const Args& args, std::ostream& out, std::ostream&) {
     throw UsageError("split: --out '" + *dir + "' is a file, expected a folder for the parts");
   const Program p = names_mlir_file(*file) ? results_only(load_mlir(*file, "split"))
                                            : load_program(*file, "split");
-  const MapReduceForm form = mapreduce_form(p);
+  const MapReduceForm form = input_names || output_names
+                                 ? mapreduce_form(p, names_of(p, input_names, output_names))
+                                 : mapreduce_form(p);
   write_mapreduce_plan(form, *dir, {.stablehlo = format && *format == "stablehlo", .op = "split"});
   out << "split @" << p.name << " over '" << form.placement << "' (" << form.clients
       << " clients) into " << form.stages.size() << " stage" << (form.stages.size() == 1 ? "" : "s")

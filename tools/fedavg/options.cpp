@@ -67,13 +67,7 @@ std::string sizes_text(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
-Options::Options() {
-  data_dir = data::kFashionMnistDir;
-  out_dir = "fedavg-out";
-  rounds = 650;
-  eval_every = 10;
-  checkpoint_every = 50;
-}
+Options::Options() : RunFlags(data::kFashionMnistDir, "fedavg-out", 650, 50) {}
 
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
@@ -224,9 +218,7 @@ const char* details_text() {
           "and checkpoint.bin (the server state), all replaced atomically.\n"
           "\n"
           "data and output:\n"
-          "  --data DIR              Fashion-MNIST IDX .gz files (default "
-       << data::kFashionMnistDir << ")\n"
-       << "  --out DIR               output directory (default " << d.out_dir << ")\n"
+       << training::data_flags_help("Fashion-MNIST IDX .gz files", d)
        << "  --max-examples N        use only the first N examples of each split (default all)\n"
           "population:\n"
           "  --clients N             simulated clients (default "
@@ -272,15 +264,8 @@ const char* details_text() {
           "printed\n"
           "                          at every evaluation and written to metrics.csv\n"
        << "schedule:\n"
-          "  --rounds N              rounds to train (default "
-       << d.rounds << ")\n"
-       << "  --seed S                seed of the partition, init, cohorts and batches (default "
-       << d.seed << ")\n"
-       << "  --eval-every N          test-set evaluation every N rounds and at the end (default "
-       << d.eval_every << ")\n"
-       << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
-       << d.checkpoint_every << ")\n"
-       << training::restart_flags_help()
+       << training::schedule_flags_help(d, "the partition, init, cohorts and batches",
+                                        "test-set evaluation")
        << "  --export-rounds DIR     also write each round as a batch job in DIR/round-N: the\n"
           "                          split parts of the round over the clients' own data,\n"
           "                          the server's inputs, each client's data and the round's\n"

@@ -26,13 +26,14 @@
 #include "drx/random/random.h"
 #include "tools/fedavg/export_round.h"
 #include "tools/fedavg/metrics.h"
-#include "tools/fedavg/ranks.h"
 #include "tools/training/run_loop.h"
 #include "tools/training/scopes.h"
 
 namespace drx::tool::fedavg {
 namespace {
 
+using data::Checkpoint;
+using training::Ranks;
 using training::TrainState;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -380,12 +381,10 @@ std::string report_line(const Options& o, const RunSummary& summary, const train
     const std::string m = training::divergence_message(
         "fedavg", o, r, "the learning rates are likely too high: lower --client-lr or --server-lr");
     std::snprintf(line, sizeof line, "%s%s\n", m.c_str(), dp_text(o, summary).c_str());
-  } else if (summary.rounds_done == start_round && !summary.stopped_early) {
-    std::snprintf(line, sizeof line,
-                  "fedavg: nothing to do: the checkpoint is at round %lld, --rounds is %lld; "
-                  "last test accuracy %.4f\n",
-                  static_cast<long long>(summary.rounds_done), static_cast<long long>(o.rounds),
-                  summary.test_accuracy);
+  } else if (training::nothing_done(summary, start_round)) {
+    char last[64];
+    std::snprintf(last, sizeof last, "last test accuracy %.4f", summary.test_accuracy);
+    return training::nothing_to_do("fedavg", summary, o.rounds, last);
   } else {
     std::snprintf(line, sizeof line,
                   "fedavg: test accuracy %.4f (loss %.4f) after %lld/%lld rounds in %s%s%s%s; "
@@ -420,14 +419,10 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, training::Clock::time
   const training::LoopResult r = loop.run(task, s, progress);
 
   RunSummary summary;
-  summary.stopped_early = r.stopped_early;
-  summary.diverged = r.diverged;
-  summary.rounds_done = s.round;
+  static_cast<training::RunOutcome&>(summary) = training::outcome(r, s, ranks);
   summary.test_accuracy = s.last_eval.test_accuracy;
   summary.test_loss = s.last_eval.test_loss;
   summary.epsilon = privacy.epsilon(s.round);
-  summary.seconds = r.elapsed;
-  summary.ranks = ranks.size();
   const double communicating = ranks.seconds_communicating();
   const uint64_t most_bytes = ranks.most_bytes_sent();
   if (s.round > s.start_round) {
@@ -453,7 +448,11 @@ int64_t bucket_steps(int64_t need, int64_t most) {
 RunSummary run_fedavg(const Options& o, std::ostream& out, std::ostream& progress_os,
                       bool terminal) {
   const training::Clock::time_point t0 = training::Clock::now();
-  const Ranks ranks(o);
+  const Ranks ranks("fedavg", o.mpi, o.mpi_timeout);
+  if (ranks.distributed() && !o.export_rounds.empty())
+    throw Error(
+        "fedavg: --export-rounds writes every client's data, which no rank of an MPI run holds; "
+        "export from a run of one process");
   return ranks.run_or_abort([&] { return run_ranks(o, ranks, t0, out, progress_os, terminal); });
 }
 

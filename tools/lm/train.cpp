@@ -19,7 +19,6 @@
 #include "drx/jit/jit.h"
 #include "drx/nn/transformer.h"
 #include "drx/optim/lm.h"
-#include "tools/fedavg/ranks.h"
 #include "tools/lm/flops.h"
 #include "tools/svg_plot.h"
 #include "tools/training/run_loop.h"
@@ -28,9 +27,9 @@
 namespace drx::tool::lm {
 namespace {
 
-using fedavg::Checkpoint;
+using data::Checkpoint;
 using fedavg::MetricsRow;
-using fedavg::Ranks;
+using training::Ranks;
 using training::TrainState;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -306,12 +305,10 @@ std::string report_line(const Options& o, const RunSummary& summary, const train
         o.diloco() ? "the learning rates are likely too high: lower --client-lr or --outer-lr"
                    : "the learning rates are likely too high: lower --client-lr or --server-lr");
     std::snprintf(line, sizeof line, "%s\n", m.c_str());
-  } else if (summary.rounds_done == start_round && !summary.stopped_early) {
-    std::snprintf(line, sizeof line,
-                  "lm: nothing to do: the checkpoint is at round %lld, --rounds is %lld; last "
-                  "held-out loss %.4f bits/byte\n",
-                  static_cast<long long>(summary.rounds_done), static_cast<long long>(o.rounds),
-                  summary.heldout_bpb);
+  } else if (training::nothing_done(summary, start_round)) {
+    char last[64];
+    std::snprintf(last, sizeof last, "last held-out loss %.4f bits/byte", summary.heldout_bpb);
+    return training::nothing_to_do("lm", summary, o.rounds, last);
   } else {
     std::snprintf(
         line, sizeof line,
@@ -365,19 +362,15 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, training::Clock::time
   const training::LoopResult r = loop.run(task, s, progress);
 
   RunSummary summary;
-  summary.stopped_early = r.stopped_early;
-  summary.diverged = r.diverged;
-  summary.rounds_done = s.round;
+  static_cast<training::RunOutcome&>(summary) = training::outcome(r, s, ranks);
   summary.heldout_bpb = s.last_eval.test_loss;
   summary.train_bpb = s.history.empty() ? kNaN : s.history.back().train_loss;
   summary.unigram_bpb = unigram;
   summary.bigram_bpb = bigram;
-  summary.seconds = r.elapsed;
   // The first round compiles; the median of the others is the steady state.
   std::vector<double> round_seconds = r.round_seconds;
   if (round_seconds.size() > 1) round_seconds.erase(round_seconds.begin());
   summary.seconds_per_round = median(round_seconds);
-  summary.ranks = ranks.size();
   summary.parameters = model_config(o).parameters();
   summary.tokens_per_round =
       static_cast<double>(o.clients_per_round() * o.local_steps * o.batch * o.context);

@@ -4,20 +4,16 @@
 #include <iosfwd>
 
 #include "tools/lm/options.h"
+#include "tools/training/run_outcome.h"
 
 namespace drx::tool::lm {
 
-struct RunSummary {
-  int64_t rounds_done = 0;       // including those before a resume
+struct RunSummary : training::RunOutcome {
   double heldout_bpb = 0;        // the last evaluation's held-out loss, bits per byte
   double train_bpb = 0;          // the last round's training loss
   double unigram_bpb = 0;        // baselines on the evaluated held-out bytes: their own unigram
   double bigram_bpb = 0;         // entropy, and a bigram model of the training text (add-0.5)
-  double seconds = 0;            // wall clock of the run, summed over resumes
   double seconds_per_round = 0;  // median over this process's rounds (evaluation excluded)
-  bool stopped_early = false;
-  bool diverged = false;  // stopped at a round that was not finite (exit code 3)
-  int ranks = 1;
   int64_t parameters = 0;
   double tokens_per_round = 0;
   double flops_6nt = 0;    // 6 x parameters x tokens per round

@@ -140,14 +140,28 @@ std::string server_flags_help(const ServerFlags& d) {
   return os.str();
 }
 
-std::string restart_flags_help() {
-  return "  --resume                continue from DIR/checkpoint.bin (same training flags;\n"
-         "                          --rounds may grow); the result is bit-identical to an\n"
-         "                          uninterrupted run\n"
-         "  --overwrite             start over in an --out that holds an earlier run's\n"
-         "                          checkpoint (without it, or --resume, that is an error)\n"
-         "  --max-seconds T         stop before a round that would end after T seconds (judged\n"
-         "                          by the last round's), with a checkpoint; at least one round\n";
+std::string data_flags_help(const std::string& what, const RunFlags& d) {
+  return "  --data DIR              " + what + " (default " + d.data_dir + ")\n" +
+         "  --out DIR               output directory (default " + d.out_dir + ")\n";
+}
+
+std::string schedule_flags_help(const RunFlags& d, const std::string& seeded,
+                                const std::string& evaluation) {
+  std::ostringstream os;
+  os << "  --rounds N              rounds to train (default " << d.rounds << ")\n"
+     << "  --seed S                seed of " << seeded << " (default " << d.seed << ")\n"
+     << "  --eval-every N          " << evaluation << " every N rounds and at the end (default "
+     << d.eval_every << ")\n"
+     << "  --checkpoint-every N    checkpoint every N rounds and at the end (default "
+     << d.checkpoint_every << ")\n"
+     << "  --resume                continue from DIR/checkpoint.bin (same training flags;\n"
+        "                          --rounds may grow); the result is bit-identical to an\n"
+        "                          uninterrupted run\n"
+        "  --overwrite             start over in an --out that holds an earlier run's\n"
+        "                          checkpoint (without it, or --resume, that is an error)\n"
+        "  --max-seconds T         stop before a round that would end after T seconds (judged\n"
+        "                          by the last round's), with a checkpoint; at least one round\n";
+  return os.str();
 }
 
 std::string execution_flags_help(const std::string& command, const RunFlags& d) {

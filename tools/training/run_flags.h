@@ -17,6 +17,11 @@ namespace drx::tool::training {
 // Data, output, schedule and execution. Each command sets its own defaults for data_dir,
 // out_dir, rounds and checkpoint_every.
 struct RunFlags {
+  RunFlags(std::string data, std::string out, int64_t rounds_, int64_t checkpoint_every_)
+      : data_dir(std::move(data)),
+        out_dir(std::move(out)),
+        rounds(rounds_),
+        checkpoint_every(checkpoint_every_) {}
   std::string data_dir;
   std::string out_dir;
   int64_t rounds = 1;
@@ -77,7 +82,11 @@ void add_server_fields(std::vector<std::pair<std::string, std::string>>& fields,
 // the mpirun line).
 std::string server_flags_help(const ServerFlags& defaults);
 std::string execution_flags_help(const std::string& command, const RunFlags& defaults);
-// The schedule lines every command shares: --resume --overwrite --max-seconds.
-std::string restart_flags_help();
+// --data (`what` it holds) and --out, with their defaults.
+std::string data_flags_help(const std::string& what, const RunFlags& defaults);
+// --rounds --seed (`seeded`: what the seed draws) --eval-every (`evaluation`: of what)
+// --checkpoint-every --resume --overwrite --max-seconds.
+std::string schedule_flags_help(const RunFlags& defaults, const std::string& seeded,
+                                const std::string& evaluation);
 
 }  // namespace drx::tool::training

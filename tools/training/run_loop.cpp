@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "tools/fedavg/atomic_file.h"
+#include "drx/data/atomic_write.h"
 
 namespace drx::tool::training {
 namespace {
@@ -27,7 +27,7 @@ std::string tree_signature(const Tree& t) {
 // leaves behind. Other files in --out are the user's.
 bool is_temp_leftover(const std::string& name) {
   for (const char* file : {kCheckpointFile, kMetricsCsvFile, kMetricsSvgFile})
-    if (fedavg::is_atomic_temp_of(name, file)) return true;
+    if (data::is_atomic_temp_of(name, file)) return true;
   return false;
 }
 
@@ -62,8 +62,10 @@ class RunLoop::Outputs {
     if (!writes_) return;
     prepare();
     const std::string& dir = loop_.flags_.out_dir;
-    fedavg::write_file_atomic(join(dir, kMetricsCsvFile), task_.metrics_csv(history, diverged));
-    fedavg::write_file_atomic(join(dir, kMetricsSvgFile), task_.metrics_svg(history));
+    data::write_file_atomically(join(dir, kMetricsCsvFile), {task_.metrics_csv(history, diverged)},
+                                loop_.command_);
+    data::write_file_atomically(join(dir, kMetricsSvgFile), {task_.metrics_svg(history)},
+                                loop_.command_);
   }
 
   // Every rank calls it: the task may gather the state from them.
@@ -73,8 +75,9 @@ class RunLoop::Outputs {
     result.checkpoint_round = round;
     if (!writes_) return;
     prepare();
-    fedavg::write_checkpoint(loop_.checkpoint_path(),
-                             Checkpoint{loop_.fields_, round, params, saved, history});
+    data::write_checkpoint(loop_.checkpoint_path(),
+                           Checkpoint{loop_.fields_, round, params, saved, history},
+                           loop_.command_);
   }
 
  private:
@@ -110,13 +113,28 @@ std::optional<Checkpoint> RunLoop::checkpoint_to_resume() const {
   // Rank 0 reads it and sends it on: the ranks need not share a filesystem.
   const std::string bytes = ranks_.from_root(
       [&] {
-        std::optional<Checkpoint> c =
-            fedavg::checkpoint_to_resume(command_, flags_.resume, flags_.overwrite, path, fields_);
-        return c ? fedavg::encode_checkpoint(*c) : std::string();
+        std::optional<Checkpoint> c = read_resume_checkpoint(path);
+        return c ? data::encode_checkpoint(*c) : std::string();
       },
       "the checkpoint of --resume");
   if (bytes.empty()) return std::nullopt;
-  return fedavg::decode_checkpoint(bytes, path);
+  return data::decode_checkpoint(bytes, path);
+}
+
+std::optional<Checkpoint> RunLoop::read_resume_checkpoint(const std::string& path) const {
+  if (!flags_.resume) {
+    // An earlier run's results are not replaced by accident.
+    if (!flags_.overwrite && std::filesystem::exists(path))
+      throw Error(command_ + ": '" + path +
+                  "' holds the checkpoint of an earlier run; pass --resume to continue it, "
+                  "--overwrite to start over, or choose another --out");
+    return std::nullopt;
+  }
+  if (!std::filesystem::exists(path))
+    throw Error(command_ + ": --resume: no checkpoint '" + path + "' to resume from");
+  Checkpoint c = data::read_checkpoint(path);
+  data::check_same_config(c.config, fields_, path);
+  return c;
 }
 
 void RunLoop::restore(const Checkpoint& c, TrainState& s) const {
@@ -250,6 +268,16 @@ LoopResult RunLoop::run(RoundTask& task, TrainState& s, Progress& progress) {
   return result;
 }
 
+RunOutcome outcome(const LoopResult& r, const TrainState& s, const Ranks& ranks) {
+  RunOutcome o;
+  o.rounds_done = s.round;
+  o.stopped_early = r.stopped_early;
+  o.diverged = r.diverged;
+  o.seconds = r.elapsed;
+  o.ranks = ranks.size();
+  return o;
+}
+
 std::string elapsed_text(const LoopResult& r, int64_t start_round) {
   char text[96];
   if (start_round > 0)
@@ -258,6 +286,16 @@ std::string elapsed_text(const LoopResult& r, int64_t start_round) {
   else
     std::snprintf(text, sizeof text, "%.1f s", r.elapsed);
   return text;
+}
+
+bool nothing_done(const RunOutcome& o, int64_t start_round) {
+  return o.rounds_done == start_round && !o.stopped_early && !o.diverged;
+}
+
+std::string nothing_to_do(const std::string& command, const RunOutcome& o, int64_t rounds,
+                          const std::string& last) {
+  return command + ": nothing to do: the checkpoint is at round " + std::to_string(o.rounds_done) +
+         ", --rounds is " + std::to_string(rounds) + "; " + last + "\n";
 }
 
 std::string stop_note(const LoopResult& r) {

@@ -15,21 +15,21 @@
 #include <utility>
 #include <vector>
 
+#include "drx/data/checkpoint.h"
 #include "drx/trace/tree.h"
-#include "tools/fedavg/checkpoint.h"
 #include "tools/fedavg/metrics.h"
-#include "tools/fedavg/ranks.h"
 #include "tools/training/progress.h"
+#include "tools/training/ranks.h"
 #include "tools/training/run_flags.h"
+#include "tools/training/run_outcome.h"
 
 namespace drx::tool::training {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0);
 
-using fedavg::Checkpoint;
+using data::Checkpoint;
 using fedavg::MetricsRow;
-using fedavg::Ranks;
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 inline constexpr const char* kCheckpointFile = "checkpoint.bin";
@@ -80,6 +80,9 @@ struct LoopResult {
   double elapsed = 0;                 // the run's, summed over resumes (metrics.csv's elapsed_s)
 };
 
+// The summary's part every training command shares.
+RunOutcome outcome(const LoopResult& r, const TrainState& s, const Ranks& ranks);
+
 class RunLoop {
  public:
   // `fields`: the flags that shape the trajectory (checkpoints record them; --resume refuses
@@ -104,6 +107,8 @@ class RunLoop {
 
  private:
   class Outputs;
+  // Rank 0: --resume's checkpoint, or none after refusing to replace an earlier run's.
+  std::optional<Checkpoint> read_resume_checkpoint(const std::string& path) const;
   bool record_evaluation(RoundTask& task, TrainState& s, MetricsRow& row, Progress& progress);
   std::string check_finite(double train_loss, const Tree& params) const;
 
@@ -117,6 +122,11 @@ class RunLoop {
 // The run's wall clock over resumes, as metrics.csv's elapsed_s counts it: "17.0 s", and for a
 // resumed run "17.0 s (9.4 s in this process, resumed at round 5)".
 std::string elapsed_text(const LoopResult& r, int64_t start_round);
+// Whether the run trained nothing (the checkpoint of --resume is at --rounds already).
+bool nothing_done(const RunOutcome& o, int64_t start_round);
+// "COMMAND: nothing to do: the checkpoint is at round R, --rounds is N; LAST\n".
+std::string nothing_to_do(const std::string& command, const RunOutcome& o, int64_t rounds,
+                          const std::string& last);
 // The summary's tail for how the run ended: " (stopped by --max-seconds; ...)" or "".
 std::string stop_note(const LoopResult& r);
 // "COMMAND: diverged at round N: WHAT (...); ...": the message of a diverged run.

@@ -1,4 +1,4 @@
-#include "tools/fedavg/ranks.h"
+#include "tools/training/ranks.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,19 +12,12 @@
 #include "drx/dist/dist.h"
 #endif
 
-namespace drx::tool::fedavg {
+namespace drx::tool::training {
 
 Ranks::~Ranks() = default;
 
 void Ranks::report(const char* what) const {
   std::fprintf(stderr, "drx: error: rank %d: %s\n", rank_, what);
-}
-
-Ranks::Ranks(const Options& o) : Ranks("fedavg", o.mpi, o.mpi_timeout) {
-  if (distributed_ && !o.export_rounds.empty())
-    throw Error(
-        "fedavg: --export-rounds writes every client's data, which no rank of an MPI run holds; "
-        "export from a run of one process");
 }
 
 Ranks::Ranks(const std::string& command, bool mpi, double mpi_timeout) {
@@ -138,4 +131,4 @@ double Ranks::seconds_communicating() const { return 0; }
 void Ranks::abort_job() const {}
 #endif
 
-}  // namespace drx::tool::fedavg
+}  // namespace drx::tool::training

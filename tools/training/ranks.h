@@ -1,5 +1,5 @@
 #pragma once
-// The processes of a `drx fedavg` run: one, or the ranks of `mpirun -np P`
+// The processes of a training run (drx fedavg, drx lm): one, or the ranks of `mpirun -np P`
 // (drx/dist). Rank r trains the clients [slots·r/P, slots·(r+1)/P) of each
 // round's cohort from its own batches; rank 0 alone evaluates, prints and
 // writes --out, reads the checkpoint of --resume and sends it to the others
@@ -14,16 +14,13 @@
 
 #include "drx/array/array.h"
 #include "drx/core/mesh.h"
-#include "tools/fedavg/options.h"
 
-namespace drx::tool::fedavg {
+namespace drx::tool::training {
 
 class Ranks {
  public:
-  // Starts MPI when o.mpi is set or mpirun started this process; throws
-  // drx::Error where drx was built without MPI.
-  explicit Ranks(const Options& o);
-  // The same for `command` (named in errors) with --mpi and --mpi-timeout.
+  // Starts MPI when `mpi` (--mpi) is set or mpirun started this process, with --mpi-timeout;
+  // throws drx::Error naming `command` where drx was built without MPI.
   Ranks(const std::string& command, bool mpi, double mpi_timeout);
   ~Ranks();
 
@@ -92,4 +89,4 @@ class Ranks {
   int rank_ = 0, size_ = 1;
 };
 
-}  // namespace drx::tool::fedavg
+}  // namespace drx::tool::training
