@@ -287,4 +287,31 @@ TEST(TrainingFlags, SharedFlagsBehaveTheSameInBothCommands) {
   }
 }
 
+// Numbers are decimal: strtod's hexadecimal and leading blanks are typos on a command line.
+TEST(TrainingFlags, NumbersAreDecimalWithoutBlanks) {
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"fedavg", "--client-lr", "0x10"},
+                                             {"lm", "--weight-decay", "0x1p3"},
+                                             {"fedavg", "--local-steps", " 1"},
+                                             {"lm", "--seed", " 7"},
+                                             {"fedavg", "--max-seconds", "1e3 "}}) {
+    const CliResult r = cli(bad);
+    EXPECT_EQ(r.code, 2) << bad[1] << " '" << bad[2] << "': " << r.err;
+    EXPECT_NE(r.err.find(bad[1] + " expects "), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(fa::parse_options({"--client-lr", "1.5e-1"}).client_lr, 0.15);
+}
+
+// A path the system refuses is the user's input, not an internal error: exit 1 naming it.
+TEST_F(TrainingLoop, AnUnusablePathIsAnErrorNotAnInternalOne) {
+  const std::string long_name(5000, 'x');
+  for (const std::string command : {"fedavg", "lm"}) {
+    const CliResult r =
+        command == "lm" ? lm(path(long_name), 1, {}) : fedavg(path(long_name), 1, {});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(command + ": "), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace

@@ -1,6 +1,7 @@
 #include "tools/cli.h"
 
 #include <exception>
+#include <filesystem>
 #include <ostream>
 
 #include "tools/commands/commands.h"
@@ -180,7 +181,7 @@ void print_overview(std::ostream& os) {
        << "\n";
   }
   os << "  help    show this help, or `drx help COMMAND` for one command\n"
-        "\nexit codes: 0 success, 1 error while running, 2 bad command line\n";
+        "\nexit codes: 0 done, 1 error while running, 2 bad command line, 3 training diverged\n";
 }
 
 void print_command_help(const Command& c, std::ostream& os) {
@@ -225,7 +226,16 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     print_command_help(*c, out);
     return kExitOk;
   }
-  return c->run(rest, out, err);
+  try {
+    return c->run(rest, out, err);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the user gave that the system refused (too long, not a folder, no permission):
+    // their input, not a bug; say which path and why.
+    std::string path = e.path1().string();
+    if (path.size() > 120)
+      path = path.substr(0, 100) + "... (" + std::to_string(path.size()) + " characters)";
+    throw Error(name + ": cannot use '" + path + "': " + e.code().message());
+  }
 }
 
 }  // namespace

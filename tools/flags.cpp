@@ -15,6 +15,12 @@ namespace {
   throw UsageError(command + ": " + flag + " expects " + want + ", got '" + value + "'");
 }
 
+// Decimal digits, a sign, a point and an exponent only: strtod would also take leading
+// blanks and hexadecimal ("0x10" is 16), which on a command line are typos, not numbers.
+bool plain_number(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789+-.eE") == std::string::npos;
+}
+
 }  // namespace
 
 std::set<std::string> parse(const std::string& command, const std::vector<std::string>& args,
@@ -67,7 +73,7 @@ int64_t parse_int(const std::string& command, const std::string& flag, const std
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+  if (!plain_number(text) || *end != '\0' || errno == ERANGE || v < min || v > max)
     bad(command, flag, text, want);
   return v;
 }
@@ -80,7 +86,7 @@ double parse_real(const std::string& command, const std::string& flag, const std
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
+  if (!plain_number(text) || *end != '\0' || errno == ERANGE || !std::isfinite(v) ||
       (min_open ? v <= min : v < min) || (max_open ? v >= max : v > max))
     bad(command, flag, text, want.str());
   return v;
@@ -99,7 +105,7 @@ uint64_t parse_seed(const std::string& command, const std::string& flag, const s
   char* end = nullptr;
   errno = 0;
   unsigned long long s = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
+  if (!plain_number(text) || text[0] == '-' || *end != '\0' || errno == ERANGE)
     bad(command, flag, text, "an integer in [0, 2^64)");
   return s;
 }

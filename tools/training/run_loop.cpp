@@ -124,13 +124,15 @@ std::optional<Checkpoint> RunLoop::checkpoint_to_resume() const {
 std::optional<Checkpoint> RunLoop::read_resume_checkpoint(const std::string& path) const {
   if (!flags_.resume) {
     // An earlier run's results are not replaced by accident.
-    if (!flags_.overwrite && std::filesystem::exists(path))
+    std::error_code ec;
+    if (!flags_.overwrite && std::filesystem::exists(path, ec))
       throw Error(command_ + ": '" + path +
                   "' holds the checkpoint of an earlier run; pass --resume to continue it, "
                   "--overwrite to start over, or choose another --out");
     return std::nullopt;
   }
-  if (!std::filesystem::exists(path))
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
     throw Error(command_ + ": --resume: no checkpoint '" + path + "' to resume from");
   Checkpoint c = data::read_checkpoint(path);
   data::check_same_config(c.config, fields_, path);
