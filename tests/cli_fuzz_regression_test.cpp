@@ -93,6 +93,31 @@ TEST(CliFuzzRegression, ExportMeshGivenTwiceIsAUsageError) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+// `drx split --out a --out b` wrote into b, `drx aggregate --clients x --clients y` read y: which
+// was meant is a guess, so a single-valued flag given twice is a usage error, before any file.
+TEST(CliFuzzRegression, SplitAndAggregateFlagsGivenTwiceAreUsageErrors) {
+  Scratch s;
+  const std::string file = (s.dir / "round.drx").string();
+  std::ofstream(file) << "program @main [clients=3] (%0: f32[3,2]@clients) -> (f32[2]) {\n"
+                         "  %1 = reduce_sum[placement=\"clients\"] %0 : f32[2]\n"
+                         "  return %1\n"
+                         "}\n";
+  const std::string a = (s.dir / "a").string(), b = (s.dir / "b").string();
+  CliResult split = cli({"split", file, "--out", a, "--out=" + b});
+  EXPECT_EQ(split.code, 2) << split.err;
+  EXPECT_NE(split.err.find("split: --out is given twice"), std::string::npos) << split.err;
+  EXPECT_FALSE(fs::exists(a));
+  EXPECT_FALSE(fs::exists(b));
+  ASSERT_EQ(cli({"split", file, "--out", a}).code, 0);
+  CliResult agg = cli(
+      {"aggregate", a + "/plan.json", "--stage", "0", "--clients", a, "--clients", b, "--out", b});
+  EXPECT_EQ(agg.code, 2) << agg.err;
+  EXPECT_NE(agg.err.find("aggregate: --clients is given twice"), std::string::npos) << agg.err;
+  CliResult missing = cli({"aggregate", a + "/plan.json", "--stage"});
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("aggregate: --stage needs a value"), std::string::npos);
+}
+
 // OpenBLAS's buffer table holds 2 x MAX_THREADS calls (at least 50); drx keeps its calls in flight
 // within MAX_THREADS, as the library's own configuration string states it.
 TEST(CliFuzzRegression, BlasCallLimitFitsOpenBlasBufferTable) {

@@ -16,6 +16,7 @@
 #include "drx/drx.h"
 #include "examples/fed_hypergradient_lib.h"
 #include "tests/cli_util.h"
+#include "tests/mapreduce_cases.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -50,26 +51,7 @@ struct Case {
 // Two stages: the clients keep the model they trained in stage 0 (client state) and evaluate it
 // against the averaged one in stage 1.
 Case personalised_evaluation() {
-  auto f =
-      program({{"clients", 4}},
-              [](Value w, Value x, Value y) {
-                Value local = map_fn(
-                    [](Value wk, Value xk, Value yk) {
-                      Value g = grad([](Value v, Value a, Value b) {
-                        return sum(square(matmul(a, v) - b));
-                      })(wk, xk, yk);
-                      return wk - 0.1 * g;
-                    },
-                    broadcast(w), x, y);
-                Value w1 = reduce_mean(local);
-                Value gap = map_fn(
-                    [](Value lk, Value gk, Value xk, Value yk) {
-                      return sum(square(matmul(xk, lk) - yk)) - sum(square(matmul(xk, gk) - yk));
-                    },
-                    local, broadcast(w1), x, y);
-                return std::vector<Value>{w1, reduce_max(gap), reduce_sum(gap)};
-              },
-              {"", "clients", "clients"});
+  auto f = personalised_evaluation_program();
   const std::vector<Type> types = {Type(f64, {3}), Type(f64, {4, 6, 3}), Type(f64, {4, 6})};
   return {
       "personalised evaluation",

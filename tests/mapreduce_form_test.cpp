@@ -12,6 +12,7 @@
 #include "drx/ops/primitives.h"
 #include "drx/optim/optim.h"
 #include "examples/fed_hypergradient_lib.h"
+#include "tests/mapreduce_cases.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -216,26 +217,7 @@ TEST(MapReduceForm, HypergradientIsARoundThenAnEvaluation) {
 // A client's locally trained model, kept on the client between the round and
 // a personalised evaluation after the server's update: client state.
 TEST(MapReduceForm, ValuesAMapComputedEarlierAreClientState) {
-  auto f =
-      program({{"clients", 4}},
-              [](Value w, Value x, Value y) {
-                Value local = map_fn(
-                    [](Value wk, Value xk, Value yk) {
-                      Value g = grad([](Value v, Value a, Value b) {
-                        return sum(square(matmul(a, v) - b));
-                      })(wk, xk, yk);
-                      return wk - 0.1 * g;
-                    },
-                    broadcast(w), x, y);
-                Value w1 = reduce_mean(local);
-                Value gap = map_fn(
-                    [](Value lk, Value gk, Value xk, Value yk) {
-                      return sum(square(matmul(xk, lk) - yk)) - sum(square(matmul(xk, gk) - yk));
-                    },
-                    local, broadcast(w1), x, y);
-                return std::vector<Value>{w1, reduce_max(gap), reduce_sum(gap)};
-              },
-              {"", "clients", "clients"});
+  auto f = personalised_evaluation_program();
   const std::vector<Type> types = {Type(f64, {3}), Type(f64, {4, 6, 3}), Type(f64, {4, 6})};
   const std::vector<Array> args = {random_array({3}, f64, 1), random_array({4, 6, 3}, f64, 2),
                                    random_array({4, 6}, f64, 3)};

@@ -196,6 +196,12 @@ TEST(MapReducePlan, ATracedTreeFunctionsFormIsNamedByItsTreesAndRunsByName) {
   // Without argument names, the argument's index.
   EXPECT_EQ(trace_named(f, {}, params, x).names.inputs,
             (std::vector<std::string>{"arg0/dense0/b", "arg0/dense0/w", "arg0/scale", "arg1"}));
+  // A result other than a dict is under "out"; list items are numbered.
+  const Tree leaf(x);
+  EXPECT_EQ(form_names({leaf}, leaf).outputs, (std::vector<std::string>{"out"}));
+  EXPECT_EQ(form_names({leaf}, Tree::list({leaf, Tree::list({leaf})}), {"xs"}).outputs,
+            (std::vector<std::string>{"out/0", "out/1/0"}));
+  EXPECT_EQ(form_names({leaf}, leaf, {"xs"}).inputs, (std::vector<std::string>{"xs"}));
   // The program is drx::trace's.
   EXPECT_EQ(to_string(named.program), to_string(trace(f, params, x)));
 

@@ -94,7 +94,8 @@ const std::vector<Command>& commands() {
        "\n"
        "  drx export round.drx --mesh clients=4 -o round.mlir\n",
        export_command},
-      {"split", "FILE --out DIR [--format drx|stablehlo]",
+      {"split",
+       "FILE --out DIR [--format drx|stablehlo] [--input-names A,...] [--output-names X,...]",
        "split a program over a placement into its MapReduce parts",
        "Splits the program in FILE (drx program text, or a .mlir module) into its\n"
        "MapReduce form (drx::mapreduce_form): for each round of communication with\n"
@@ -108,13 +109,19 @@ const std::vector<Command>& commands() {
        "  stageN.PART.outputs  the names of its outputs\n"
        "  plan.json            the stages, names, aggregations and types\n"
        "\n"
-       "Values are named after the program's variables: v12 is a server value, c12\n"
-       "one client's row of a placed value. A client's data are its rows of the\n"
-       "placed inputs (plan.json's client_data_inputs says which input).\n"
+       "Values are named after the program's variables (v12 a server value, c12 one\n"
+       "client's row of a placed value), or by --input-names and --output-names; a\n"
+       "client's data are its rows of the placed inputs (plan.json's\n"
+       "client_data_inputs says which input). A '/' in a name is a subfolder of\n"
+       "NAME.npy. `drx mapreduce run` runs the whole plan over files.\n"
        "\n"
-       "  --format stablehlo   also write each client work as stageN.client_work.mlir\n"
+       "  --format stablehlo      also write each client work as stageN.client_work.mlir\n"
+       "  --input-names A,B,...   the program inputs' names (default arg0, arg1, ...)\n"
+       "  --output-names X,Y,...  the outputs' names (default out, or out/0, out/1, ...)\n"
+       "                          (without either flag: the variables' names)\n"
        "\n"
-       "  drx split round.drx --out parts/\n",
+       "  drx split round.drx --out parts/\n"
+       "  drx split round.drx --out parts/ --input-names w,x,y --output-names w,loss\n",
        split_command},
       {"aggregate", "PLAN.json --stage S --clients DIR --out DIR",
        "fold the clients' outputs of one stage in drx's canonical order",

@@ -58,6 +58,24 @@ std::set<std::string> parse(const std::string& command, const std::vector<std::s
   return given;
 }
 
+bool take_value(const std::string& command, const std::vector<std::string>& args, size_t& i,
+                const std::string& flag, std::optional<std::string>& into) {
+  const std::string& a = args[i];
+  std::optional<std::string> value;
+  if (a == flag) {
+    if (i + 1 == args.size()) throw UsageError(command + ": " + flag + " needs a value");
+    value = args[++i];
+  } else if (a.starts_with(flag + "=")) {
+    value = a.substr(flag.size() + 1);
+  } else {
+    return false;
+  }
+  // Which of two values was meant is a guess: refuse it rather than take the last.
+  if (into) throw UsageError(command + ": " + flag + " is given twice");
+  into = std::move(value);
+  return true;
+}
+
 void refuse_unused(const std::string& command, const std::set<std::string>& given,
                    const std::vector<std::string>& flags, bool used, const std::string& when) {
   for (const std::string& flag : flags)

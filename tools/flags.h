@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ using Setter = std::function<void(const std::string& flag, const std::string& va
 std::set<std::string> parse(const std::string& command, const std::vector<std::string>& args,
                             const std::map<std::string, Setter>& valued,
                             const std::map<std::string, std::function<void()>>& switches);
+
+// For commands that parse their arguments one by one: when args[i] is `flag` ("--flag VALUE",
+// i advanced past the value, or "--flag=VALUE"), stores the value in `into` and returns true.
+// UsageError "COMMAND: FLAG needs a value" when it has none, "COMMAND: FLAG is given twice"
+// when `into` holds one already.
+bool take_value(const std::string& command, const std::vector<std::string>& args, size_t& i,
+                const std::string& flag, std::optional<std::string>& into);
 
 // A flag that would change nothing is a mistake to point out, not to ignore: throws UsageError
 // "COMMAND: FLAG does nothing here: it applies only WHEN" when one of `flags` was given and

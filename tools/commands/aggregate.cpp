@@ -12,36 +12,23 @@
 #include "drx/export/mapreduce_plan.h"
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
+#include "tools/flags.h"
 
 namespace drx::tool {
 namespace {
 
 namespace fs = std::filesystem;
 
-// "--name VALUE" or "--name=VALUE" at args[i].
-std::optional<std::string> flag_value(const Args& args, size_t& i, const std::string& name,
-                                      const char* cmd) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 == args.size()) throw UsageError(std::string(cmd) + ": " + name + " needs a value");
-    return args[++i];
-  }
-  if (a.starts_with(name + "=")) return a.substr(name.size() + 1);
-  return std::nullopt;
-}
-
 }  // namespace
 
 int aggregate_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::optional<std::string> plan_path, stage_text, clients_dir, out_dir;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (auto v = flag_value(args, i, "--stage", "aggregate"))
-      stage_text = v;
-    else if (auto c = flag_value(args, i, "--clients", "aggregate"))
-      clients_dir = c;
-    else if (auto o = flag_value(args, i, "--out", "aggregate"))
-      out_dir = o;
-    else if (args[i].starts_with("-"))
+    if (flags::take_value("aggregate", args, i, "--stage", stage_text) ||
+        flags::take_value("aggregate", args, i, "--clients", clients_dir) ||
+        flags::take_value("aggregate", args, i, "--out", out_dir))
+      continue;
+    if (args[i].starts_with("-"))
       throw UsageError("aggregate: unknown flag '" + args[i] + "'");
     else if (plan_path)
       throw UsageError("aggregate: one plan.json expected");

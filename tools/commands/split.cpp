@@ -12,6 +12,7 @@
 #include "tools/cli.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/program_files.h"
+#include "tools/flags.h"
 
 namespace drx::tool {
 namespace {
@@ -25,18 +26,6 @@ size_t bytes_of(const MapReduceForm& form, const std::vector<std::string>& names
     n += static_cast<size_t>(t.size()) * dtype_size(t.dtype);
   }
   return n;
-}
-
-// "--name VALUE" or "--name=VALUE" at args[i].
-std::optional<std::string> flag_value(const Args& args, size_t& i, const std::string& name,
-                                      const char* cmd) {
-  const std::string& a = args[i];
-  if (a == name) {
-    if (i + 1 == args.size()) throw UsageError(std::string(cmd) + ": " + name + " needs a value");
-    return args[++i];
-  }
-  if (a.starts_with(name + "=")) return a.substr(name.size() + 1);
-  return std::nullopt;
 }
 
 // "a,b,c" as names, checked; a program file has no names of its own.
@@ -79,14 +68,10 @@ FormNames names_of(const Program& p, const std::optional<std::string>& inputs,
 int split_command(const Args& args, std::ostream& out, std::ostream&) {
   std::optional<std::string> file, dir, format, input_names, output_names;
   for (size_t i = 0; i < args.size(); ++i) {
-    if (auto v = flag_value(args, i, "--out", "split")) {
-      dir = v;
-    } else if (auto f = flag_value(args, i, "--format", "split")) {
-      format = f;
-    } else if (auto in = flag_value(args, i, "--input-names", "split")) {
-      input_names = in;
-    } else if (auto on = flag_value(args, i, "--output-names", "split")) {
-      output_names = on;
+    if (flags::take_value("split", args, i, "--out", dir) ||
+        flags::take_value("split", args, i, "--format", format) ||
+        flags::take_value("split", args, i, "--input-names", input_names) ||
+        flags::take_value("split", args, i, "--output-names", output_names)) {
     } else if (args[i].starts_with("-") && args[i] != "-") {
       throw UsageError("split: unknown flag '" + args[i] + "'");
     } else if (file) {

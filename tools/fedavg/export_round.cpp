@@ -1,10 +1,14 @@
 #include "tools/fedavg/export_round.h"
 
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "drx/data/atomic_write.h"
+#include "drx/data/client_files.h"
 #include "drx/data/npy.h"
 #include "drx/drx.h"
+#include "drx/export/mapreduce_driver.h"
 #include "drx/export/mapreduce_names.h"
 #include "drx/export/mapreduce_plan.h"
 #include "drx/ops/primitives.h"
@@ -18,6 +22,24 @@ std::vector<Array> leaves(const Tree& t) {
   std::vector<Array> out;
   for (const Tree& l : tree_leaves(t)) out.push_back(l.array());
   return out;
+}
+
+// The job as written runs to the round's results: the one MapReduce driver over the clients'
+// files just written (what `drx mapreduce run` does), bitwise against the round in process.
+void check_job(int64_t round, const MapReduceForm& form, const std::vector<Array>& inputs,
+               size_t server_inputs, const std::string& clients_dir,
+               const std::vector<Array>& expected) {
+  std::map<std::string, Array> server;
+  for (size_t k = 0; k < server_inputs; ++k) server.emplace(form.inputs[k], inputs[k]);
+  std::ostringstream warnings;
+  data::FileClientExecutor clients(form, clients_dir, warnings, "", "fedavg --export-rounds");
+  const std::vector<Array> got =
+      run_mapreduce(form, server, clients, {.op = "fedavg --export-rounds"});
+  for (size_t k = 0; k < expected.size(); ++k)
+    if (!got[k].bitwise_equal(expected[k]))
+      throw Error("fedavg --export-rounds: round " + std::to_string(round) + "'s job, run from " +
+                  clients_dir + ", gives another " + form.outputs[k] +
+                  " than the round in process");
 }
 
 }  // namespace
@@ -64,6 +86,7 @@ void RoundExporter::write(int64_t round, const optim::RoundSpec& spec, const Tre
   const std::vector<Array> outputs = leaves(result);  // loss, params, state (dict order)
   for (size_t k = 0; k < outputs.size(); ++k)
     save(dir / "expected" / (form.outputs[k] + ".npy"), outputs[k]);
+  check_job(round, form, inputs, server_inputs, (dir / "clients").string(), outputs);
   // Scripts written for SSA-named plans read the carry map; with named plans it is the identity.
   std::string carry;
   if (carried_)
