@@ -54,7 +54,7 @@ if [[ "$sanitize" == "1" ]]; then
   # OpenBLAS's own threads are not instrumented: keep its work on the caller.
   OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ./build-tsan/drx_tests --gtest_brief=1 \
-    --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*:LoopExec*:NestedPlacements.Bitwise*:ThreadsAsProcesses*'
+    --gtest_filter='Concurrency*:Mesh*:MeshTreeStack*:Exec*:Cond*:LoopExec*:NestedPlacements.Bitwise*:ThreadsAsProcesses*:CliFuzzRegression.BlasCall*:CliFuzzRegression.ProductsOnManyDevices*'
 
   stage "fuzzing (build-fuzz/, libFuzzer: program text, checkpoints, IDX files)"
   bash scripts/fuzz.sh --ci "${DRX_FUZZ_SECONDS:-60}"

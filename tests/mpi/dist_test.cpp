@@ -317,8 +317,7 @@ TEST(Dist, MapReduceDriverOverRanksIsBitwiseThatOfOneProcess) {
         },
         {"", "clients"});
     const Program p = trace(f, {Type(f64, {3}), Type(f64, {clients, 3})});
-    const std::vector<Array> args = {random_array({3}, f64, 1),
-                                     random_array({clients, 3}, f64, 2)};
+    const std::vector<Array> args = {random_array({3}, f64, 1), random_array({clients, 3}, f64, 2)};
     const MapReduceForm form = mapreduce_form(p);
     ASSERT_EQ(form.stages.size(), 2u);
     std::map<std::string, Array> server;
