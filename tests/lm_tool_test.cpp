@@ -128,6 +128,11 @@ TEST_F(LmTool, RunsWritesItsFilesAndReportsFlops) {
   EXPECT_NE(r.out.find("after 4/4 rounds"), std::string::npos) << r.out;
   // tokens per round: cohort 3 x steps 2 x batch 2 x context 8.
   EXPECT_NE(r.out.find(" 96 tokens/round"), std::string::npos) << r.out;
+  // The rounds' page faults after the first are reported (a figure, not a bound).
+  const size_t faults = r.out.find(" page faults/round");
+  ASSERT_NE(faults, std::string::npos) << r.out;
+  const size_t number = r.out.rfind(' ', faults - 1) + 1;
+  EXPECT_GE(std::stoll(r.out.substr(number, faults - number)), 0) << r.out;
   const std::string csv = slurp(path("out/metrics.csv"));
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "round,train_bpb,heldout_bpb,elapsed_s");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);

@@ -53,7 +53,7 @@ TEST(Profile, CountsEveryKernelByPrimitiveAndByEquation) {
   const std::string dot = line_of(report, "by primitive", "dot_general");
   ASSERT_FALSE(dot.empty()) << report;
   EXPECT_NE(dot.find(" 12 "), std::string::npos) << dot;
-  EXPECT_FALSE(line_of(report, "by equation", "dot_general").empty()) << report;
+  EXPECT_FALSE(line_of(report, "by equation", "[gemm] dot_general").empty()) << report;
   EXPECT_NE(line_of(report, "by primitive", "tanh").find(" 12 "), std::string::npos) << report;
   EXPECT_TRUE(line_of(report, "by primitive", "map_fn").empty()) << report;
   // Off again: nothing more is counted.
@@ -66,6 +66,37 @@ TEST(Profile, CountsEveryKernelByPrimitiveAndByEquation) {
   exec::profile::enable("/nonexistent-dir/report.txt");
   exec::profile::disable();
   expect_error([] { exec::profile::write(); }, {"profile", "/nonexistent-dir/report.txt"});
+}
+
+// The "by kind" table sums each kernel's time under what it does; a product fused with its
+// bias is a gemm though its equation is the add, and every equation line says its kind.
+TEST(Profile, KindsSumKernelsByWhatTheyDo) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("drx_profile_kind_" + std::to_string(::getpid())))
+          .string();
+  exec::profile::reset();
+  exec::profile::enable(path);
+  auto f = jit([](Value x, Value w, Value b) {
+    Value y = matmul(x, w) + b;  // one gemm starting from the bias
+    return sum(tanh(y) * 2.0, {1});
+  });
+  const Array x = random_array({64, 32}, DType::f32, 1), w = random_array({32, 16}, DType::f32, 2),
+              b = random_array({16}, DType::f32, 3);
+  for (int i = 0; i < 3; ++i) f(x, w, b);
+  exec::profile::disable();
+  exec::profile::write();
+  const std::string report = slurp(path);
+  const std::string gemm = line_of(report, "by kind", "gemm");
+  ASSERT_FALSE(gemm.empty()) << report;
+  EXPECT_NE(gemm.find(" 3 "), std::string::npos) << gemm;  // one gemm a call
+  EXPECT_FALSE(line_of(report, "by kind", "reduction").empty()) << report;
+  EXPECT_FALSE(line_of(report, "by kind", "elementwise").empty()) << report;
+  // The fused product is named by its add, and listed as a gemm.
+  const std::string add = line_of(report, "by equation", "[gemm] add ");
+  EXPECT_FALSE(add.empty()) << report;
+  EXPECT_TRUE(line_of(report, "by equation", "[elementwise] add ").empty()) << report;
+  exec::profile::reset();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -115,7 +115,8 @@ void run_steps(const Plan& plan, Frame& f) {
       const auto start = std::chrono::steady_clock::now();
       s.kernel->run(f);
       profile::record(
-          s.label, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          s.label, kernel_kind_name(s.kind),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     } else {
       s.kernel->run(f);
     }
@@ -251,8 +252,9 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
     } else {
       ++plan->stats.kernels;
     }
+    const KernelKind kind = kernels[i] ? kernels[i]->kind() : KernelKind::other;
     plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release), std::move(c.discard),
-                               profile::enabled() ? profile_label(p, e, c) : std::string()});
+                               profile::enabled() ? profile_label(p, e, c) : std::string(), kind});
   }
 
   std::vector<bool> seen(p.var_types.size(), false);

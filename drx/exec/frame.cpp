@@ -49,9 +49,30 @@ void Frame::set_result(int v, Array a, const std::vector<int>& operands) {
   hold[v] = std::move(a);
 }
 
+const char* kernel_kind_name(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::gemm:
+      return "gemm";
+    case KernelKind::elementwise:
+      return "elementwise";
+    case KernelKind::reduction:
+      return "reduction";
+    case KernelKind::copy:
+      return "copy";
+    case KernelKind::interpreted:
+      return "interpreted";
+    case KernelKind::other:
+      break;
+  }
+  return "other";
+}
+
 namespace {
 
 class FallbackKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::interpreted; }
+
  public:
   explicit FallbackKernel(const Eqn& e) : eqn_(e) {}
   void run(Frame& f) const override {
@@ -70,6 +91,9 @@ class FallbackKernel : public Kernel {
 };
 
 class CopyKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
  public:
   CopyKernel(int in, int out, size_t nbytes, size_t offset)
       : in_(in), out_(out), nbytes_(nbytes), offset_(offset) {}

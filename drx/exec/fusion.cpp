@@ -48,6 +48,9 @@ struct Step {
 template <class T>
 class FusedKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
+ public:
   FusedKernel(std::vector<int> inputs, int out, int64_t n, std::vector<Step<T>> steps)
       : inputs_(std::move(inputs)), out_(out), n_(n), steps_(std::move(steps)) {}
 

@@ -15,6 +15,9 @@ using axis_loops::AxisLayout;
 template <bool Max, class T>
 class ArgReduceKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
+ public:
   ArgReduceKernel(const Eqn& e, AxisLayout l) : x_(e.ins[0]), y_(e.outs[0]), l_(l) {}
   void run(Frame& f) const override {
     axis_loops::arg_reduce<Max, T>(f.in<T>(x_), l_, f.out<int32_t>(y_));
@@ -27,6 +30,9 @@ class ArgReduceKernel : public Kernel {
 
 template <class T>
 class CumsumKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
  public:
   CumsumKernel(const Eqn& e, AxisLayout l, bool reverse)
       : x_(e.ins[0]), y_(e.outs[0]), l_(l), reverse_(reverse) {}
@@ -42,6 +48,9 @@ class CumsumKernel : public Kernel {
 
 template <class T>
 class SoftmaxKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
  public:
   SoftmaxKernel(const Eqn& e, AxisLayout l) : x_(e.ins[0]), y_(e.outs[0]), l_(l) {}
   void run(Frame& f) const override { axis_loops::softmax<T>(f.in<T>(x_), l_, f.out<T>(y_)); }

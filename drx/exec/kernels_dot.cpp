@@ -95,6 +95,9 @@ struct GemmCall {
 template <class T>
 class GemmKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::gemm; }
+
+ public:
   explicit GemmKernel(GemmCall call) : k_(call) {}
   void run(Frame& f) const override {
     const Gemm& g = k_.g;

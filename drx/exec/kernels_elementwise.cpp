@@ -14,6 +14,9 @@ namespace {
 template <class T>
 class UnaryKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
+ public:
   UnaryKernel(const Eqn& e, int64_t n, BlockLoop<T> loop)
       : x_(e.ins[0]), y_(e.outs[0]), n_(n), loop_(loop) {}
   void run(Frame& f) const override { loop_(f.in<T>(x_), nullptr, f.out<T>(y_), n_); }
@@ -39,6 +42,9 @@ struct Operand {
 template <class T, class Out>
 class BinaryKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
+ public:
   BinaryKernel(Operand a, Operand b, int y, int64_t outer, int64_t inner, BlockLoop<T, Out> loop)
       : a_(a), b_(b), y_(y), outer_(outer), inner_(inner), loop_(loop) {}
   void run(Frame& f) const override {
@@ -59,6 +65,9 @@ class BinaryKernel : public Kernel {
 // Branches are copied as bit patterns of their element size.
 template <class T, int SA, int SB>
 class SelectKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
  public:
   SelectKernel(int p, Operand a, Operand b, int y, int64_t outer, int64_t inner)
       : p_(p), a_(a), b_(b), y_(y), outer_(outer), inner_(inner) {}
@@ -177,6 +186,9 @@ std::optional<KernelSpec> make_select(const Eqn& e, const Access& a) {
 
 template <class S, class D>
 class ConvertKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
  public:
   ConvertKernel(const Eqn& e, int64_t n) : x_(e.ins[0]), y_(e.outs[0]), n_(n) {}
   void run(Frame& f) const override {

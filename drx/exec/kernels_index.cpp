@@ -41,6 +41,9 @@ struct IndexedAxis {
 
 class TakeKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
+ public:
   TakeKernel(const Eqn& e, const CompileContext& cx, int64_t axis)
       : x_(e.ins[0]), idx_(e.ins[1]), y_(e.outs[0]), a_(cx, x_, idx_, axis) {}
 
@@ -66,6 +69,9 @@ class TakeKernel : public Kernel {
 // x's own buffer (Alias::first): every index is checked before anything is
 // written, so a bad index leaves the operand as it was.
 class ScatterKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
  public:
   ScatterKernel(const Eqn& e, const CompileContext& cx, int64_t axis)
       : x_(e.ins[0]), idx_(e.ins[1]), upd_(e.ins[2]), y_(e.outs[0]), a_(cx, x_, idx_, axis) {

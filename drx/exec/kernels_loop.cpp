@@ -95,7 +95,6 @@ class ScanKernel : public Kernel {
       body_.run_raw(in.data(), out.data());
       for (size_t k = 0; k < nk; ++k) in[nc + k] = out[k];
     }
-    body_.release_idle_memory();
   }
 
  private:
@@ -176,7 +175,6 @@ class WhileKernel : public Kernel {
       in_results = !in_results;
     }
     if (!in_results) copy_carry(carry_, carry, 0, results);
-    body_.release_idle_memory();
   }
 
  private:

@@ -22,6 +22,9 @@ namespace {
 
 template <class T, ReduceKind K>
 class AxisReduceKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
   using Acc = std::conditional_t<K == ReduceKind::sum, double, T>;
 
  public:
@@ -107,6 +110,9 @@ std::optional<KernelSpec> axis_reduce(const Eqn& e, const CompileContext& cx) {
 // Each shard of clients (a device's, or a thread's) is pushed into its own
 // TreeStack, and the shards' stacks into one, in client order.
 class PlacementReduceKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
  public:
   PlacementReduceKernel(const Eqn& e, const CompileContext& cx, ReduceKind kind)
       : x_(e.ins[0]),

@@ -18,6 +18,9 @@ namespace {
 // operand's Array (and so the bytes) alive as long as the view is.
 class ViewKernel : public Kernel {
  public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
+ public:
   ViewKernel(const Eqn& e, size_t offset) : x_(e.ins[0]), y_(e.outs[0]), offset_(offset) {}
   void run(Frame& f) const override {
     f.ptr[y_] = static_cast<std::byte*>(f.ptr[x_]) + offset_;
@@ -41,6 +44,9 @@ constexpr size_t kMaxRank = 16;
 
 template <class T>
 class StridedCopyKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
  public:
   StridedCopyKernel(const Eqn& e, Layout l) : x_(e.ins[0]), y_(e.outs[0]), l_(std::move(l)) {
     total_ = num_elements(l_.shape);
@@ -127,6 +133,9 @@ std::optional<KernelSpec> slice(const Eqn& e, const CompileContext& cx) {
 // Each operand's rows (the dims from the axis on) are one contiguous run per index of the dims
 // before the axis: the result is, per such index, the operands' runs one after another.
 class ConcatenateKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::copy; }
+
  public:
   ConcatenateKernel(std::vector<int> ins, std::vector<size_t> run_bytes, int y, int64_t outer)
       : ins_(std::move(ins)), run_bytes_(std::move(run_bytes)), y_(y), outer_(outer) {

@@ -57,10 +57,15 @@ struct Frame {
   void set_result(int v, Array a, const std::vector<int>& operands);
 };
 
+// What a kernel spends its time on, for exec::profile's "by kind" table.
+enum class KernelKind : uint8_t { gemm, elementwise, reduction, copy, interpreted, other };
+const char* kernel_kind_name(KernelKind kind);
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(Frame& f) const = 0;
+  virtual KernelKind kind() const { return KernelKind::other; }
 };
 
 // How a kernel's results may share memory with its operands.
@@ -121,6 +126,7 @@ struct Step {
   std::vector<int> discard;
   // The equation, for exec::profile; empty when not profiling (or for sub-program runners).
   std::string label;
+  KernelKind kind = KernelKind::other;
 };
 
 struct Workspace {
@@ -148,8 +154,9 @@ struct Plan {
   void release(std::unique_ptr<Workspace> ws) const;
 };
 
-// Pooled buffers at least this large give their pages back to the system when
-// idle (see Step::discard and Executable::release_idle_memory).
+// Pooled buffers at least this large give their pages back to the system once
+// dead before a later sub-program runs (Step::discard), and when asked
+// (Executable::release_idle_memory).
 constexpr size_t kDiscardBytes = size_t{4} << 20;
 // The whole pages inside [p, p + nbytes) back to the system; the mapping
 // stays, and the next write faults in zeroed pages.

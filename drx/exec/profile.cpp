@@ -25,6 +25,7 @@ struct State {
   std::atomic<bool> on{false};
   std::string path;
   std::map<std::string, Totals> by_eqn;
+  std::map<std::string, std::string> kind_of;  // label -> its kernel's kind
 
   State() {
     if (const char* p = std::getenv("DRX_PROFILE"); p && *p) on = true, path = p;
@@ -40,9 +41,12 @@ struct State {
 
   void write_locked() {
     double total = 0;
-    std::map<std::string, Totals> by_prim;
+    std::map<std::string, Totals> by_prim, by_kind;
     for (const auto& [label, t] : by_eqn) {
       total += t.seconds;
+      Totals& k = by_kind[kind_of[label]];
+      k.seconds += t.seconds;
+      k.calls += t.calls;
       Totals& p = by_prim[label.substr(0, label.find_first_of("[ "))];
       p.seconds += t.seconds;
       p.calls += t.calls;
@@ -68,8 +72,11 @@ struct State {
       std::fprintf(f, "\n");
     };
     std::fprintf(f, "drx profile: %.4f s in timed kernels (all threads)\n\n", total);
+    table("by kind", by_kind);
     table("by primitive", by_prim);
-    table("by equation", by_eqn);
+    std::map<std::string, Totals> labelled;  // "[kind] equation"
+    for (const auto& [label, t] : by_eqn) labelled["[" + kind_of[label] + "] " + label] = t;
+    table("by equation", labelled);
     const bool ok = std::fclose(f) == 0;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
       throw Error("profile: cannot write " + path + ": " + std::strerror(errno));
@@ -94,9 +101,10 @@ void enable(const std::string& path) {
 
 void disable() { state().on = false; }
 
-void record(const std::string& label, double seconds) {
+void record(const std::string& label, const char* kind, double seconds) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
+  s.kind_of.try_emplace(label, kind);
   Totals& t = s.by_eqn[label];
   t.seconds += seconds;
   ++t.calls;
@@ -113,6 +121,7 @@ void reset() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.by_eqn.clear();
+  s.kind_of.clear();
 }
 
 }  // namespace drx::exec::profile

@@ -314,13 +314,14 @@ std::string report_line(const Options& o, const RunSummary& summary, const train
         line, sizeof line,
         "lm: held-out %.4f bits/byte (unigram %.3f, bigram %.3f) after %lld/%lld rounds in "
         "%s; %.3f s/round, %.0f tokens/round, %.3g GFLOP/round (6NT %.3g, N = %lld), "
-        "%.2f GFLOP/s%s%s; outputs in %s\n",
+        "%.2f GFLOP/s, %lld page faults/round%s%s; outputs in %s\n",
         summary.heldout_bpb, summary.unigram_bpb, summary.bigram_bpb,
         static_cast<long long>(summary.rounds_done), static_cast<long long>(o.rounds),
         training::elapsed_text(r, start_round).c_str(), summary.seconds_per_round,
         summary.tokens_per_round, summary.flops_exact * 1e-9, summary.flops_6nt * 1e-9,
         static_cast<long long>(summary.parameters),
         summary.flops_exact * 1e-9 / summary.seconds_per_round,
+        static_cast<long long>(summary.page_faults_per_round),
         ranks > 1 ? (" on " + std::to_string(ranks) + " ranks").c_str() : "",
         training::stop_note(r).c_str(), o.out_dir.c_str());
   }
@@ -371,6 +372,9 @@ RunSummary run_ranks(const Options& o, const Ranks& ranks, training::Clock::time
   std::vector<double> round_seconds = r.round_seconds;
   if (round_seconds.size() > 1) round_seconds.erase(round_seconds.begin());
   summary.seconds_per_round = median(round_seconds);
+  std::vector<double> faults(r.round_page_faults.begin(), r.round_page_faults.end());
+  if (faults.size() > 1) faults.erase(faults.begin());
+  summary.page_faults_per_round = faults.empty() ? 0 : static_cast<int64_t>(median(faults));
   summary.parameters = model_config(o).parameters();
   summary.tokens_per_round =
       static_cast<double>(o.clients_per_round() * o.local_steps * o.batch * o.context);

@@ -14,6 +14,7 @@ struct RunSummary : training::RunOutcome {
   double unigram_bpb = 0;        // baselines on the evaluated held-out bytes: their own unigram
   double bigram_bpb = 0;         // entropy, and a bigram model of the training text (add-0.5)
   double seconds_per_round = 0;  // median over this process's rounds (evaluation excluded)
+  int64_t page_faults_per_round = 0;  // median minor page faults of those rounds (this process)
   int64_t parameters = 0;
   double tokens_per_round = 0;
   double flops_6nt = 0;    // 6 x parameters x tokens per round

@@ -1,5 +1,7 @@
 #include "tools/training/run_loop.h"
 
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +44,14 @@ void remove_temp_leftovers(const std::string& dir) {
         is_temp_leftover(it->path().filename().string()))
       fs::remove(it->path(), ignored);
   }
+}
+
+// The process's minor page faults so far (pages first touched, or touched again after they were
+// given back to the system).
+int64_t minor_page_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 
 std::string number_text(double v) { return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"; }
@@ -208,10 +218,12 @@ LoopResult RunLoop::run(RoundTask& task, TrainState& s, Progress& progress) {
       break;
     }
     const Clock::time_point round_start = Clock::now();
+    const int64_t faults_before = minor_page_faults();
     const Tree last_params = s.params, last_state = s.state;
     const double train_loss = task.train(s);
     const double train_s = seconds_since(round_start);
     result.round_seconds.push_back(train_s);
+    result.round_page_faults.push_back(minor_page_faults() - faults_before);
     MetricsRow row{s.round, train_loss, kNaN, kNaN, 0};
     std::string bad = ranks_.is_root() ? check_finite(train_loss, s.params) : "";
     bool diverged = ranks_.root_decides(!bad.empty(), "the divergence check");

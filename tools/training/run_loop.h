@@ -76,8 +76,11 @@ struct LoopResult {
   std::string divergence;             // what was not finite, e.g. "the training loss is nan"
   int64_t checkpoint_round = -1;      // the round checkpoint.bin holds (-1: none written)
   std::vector<double> round_seconds;  // this process's rounds, their evaluations excluded
-  double seconds = 0;                 // this process's wall clock
-  double elapsed = 0;                 // the run's, summed over resumes (metrics.csv's elapsed_s)
+  // Minor page faults of this process during each of its rounds (training only): memory first
+  // touched on the hot path, which should stop after the first round.
+  std::vector<int64_t> round_page_faults;
+  double seconds = 0;  // this process's wall clock
+  double elapsed = 0;  // the run's, summed over resumes (metrics.csv's elapsed_s)
 };
 
 // The summary's part every training command shares.
