@@ -37,6 +37,15 @@ struct Scratch {
     fs::create_directories(dir);
   }
   ~Scratch() { fs::remove_all(dir); }
+  // A sum over 3 clients, written as DIR/round.drx; its path.
+  std::string round_program() const {
+    const std::string file = (dir / "round.drx").string();
+    std::ofstream(file) << "program @main [clients=3] (%0: f32[3,2]@clients) -> (f32[2]) {\n"
+                           "  %1 = reduce_sum[placement=\"clients\"] %0 : f32[2]\n"
+                           "  return %1\n"
+                           "}\n";
+    return file;
+  }
 };
 
 // An ifstream opens a folder and reads nothing, so `drx run DIR` said "line 1:1: expected
@@ -79,11 +88,7 @@ TEST(CliFuzzRegression, AProgramThatDoesNotParseIsNamed) {
 // dropped without a word.
 TEST(CliFuzzRegression, ExportMeshGivenTwiceIsAUsageError) {
   Scratch s;
-  const std::string file = (s.dir / "round.drx").string();
-  std::ofstream(file) << "program @main [clients=3] (%0: f32[3,2]@clients) -> (f32[2]) {\n"
-                         "  %1 = reduce_sum[placement=\"clients\"] %0 : f32[2]\n"
-                         "  return %1\n"
-                         "}\n";
+  const std::string file = s.round_program();
   CliResult once = cli({"export", file, "--mesh", "clients=3"});
   ASSERT_EQ(once.code, 0) << once.err;
   EXPECT_NE(once.out.find("\"clients\"=3"), std::string::npos) << once.out;
@@ -97,11 +102,7 @@ TEST(CliFuzzRegression, ExportMeshGivenTwiceIsAUsageError) {
 // was meant is a guess, so a single-valued flag given twice is a usage error, before any file.
 TEST(CliFuzzRegression, SplitAndAggregateFlagsGivenTwiceAreUsageErrors) {
   Scratch s;
-  const std::string file = (s.dir / "round.drx").string();
-  std::ofstream(file) << "program @main [clients=3] (%0: f32[3,2]@clients) -> (f32[2]) {\n"
-                         "  %1 = reduce_sum[placement=\"clients\"] %0 : f32[2]\n"
-                         "  return %1\n"
-                         "}\n";
+  const std::string file = s.round_program();
   const std::string a = (s.dir / "a").string(), b = (s.dir / "b").string();
   CliResult split = cli({"split", file, "--out", a, "--out=" + b});
   EXPECT_EQ(split.code, 2) << split.err;

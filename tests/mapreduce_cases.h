@@ -32,4 +32,20 @@ inline auto personalised_evaluation_program() {
                  {"", "clients", "clients"});
 }
 
+// Top-level ops on placed values that work row by row (a weighted mean's products, numbers
+// meeting placed values), the client index, and max/min over 5 clients:
+//   (w f32[4], x f32[5, 4] @clients, wt f32[5] @clients) -> 3 server values
+inline auto weighted_mean_program() {
+  return program({{"clients", 5}},
+                 [](Value w, Value x, Value wt) {
+                   Value y =
+                       map_fn([](Value a, Value b) { return a * b + astype(client_index(), f32); },
+                              broadcast(w), x);
+                   Value z = exp(y * 2.0);
+                   return std::vector<Value>{reduce_weighted_mean(z, wt) + reduce_mean(x),
+                                             reduce_min(x), sum(reduce_max(y))};
+                 },
+                 {"", "clients", "clients"});
+}
+
 }  // namespace drx::testing

@@ -61,16 +61,7 @@ Case personalised_evaluation() {
 
 // A weighted mean, the client index, max and min.
 Case weighted_mean() {
-  auto f = program({{"clients", 5}},
-                   [](Value w, Value x, Value wt) {
-                     Value y = map_fn(
-                         [](Value a, Value b) { return a * b + astype(client_index(), f32); },
-                         broadcast(w), x);
-                     Value z = exp(y * 2.0);
-                     return std::vector<Value>{reduce_weighted_mean(z, wt) + reduce_mean(x),
-                                               reduce_min(x), sum(reduce_max(y))};
-                   },
-                   {"", "clients", "clients"});
+  auto f = weighted_mean_program();
   const std::vector<Type> types = {Type(f32, {4}), Type(f32, {5, 4}), Type(f32, {5})};
   return {"weighted mean",
           trace(f, types),

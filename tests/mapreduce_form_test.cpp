@@ -232,16 +232,7 @@ TEST(MapReduceForm, ValuesAMapComputedEarlierAreClientState) {
 // Top-level ops on placed values that work row by row (a weighted mean's
 // products, numbers meeting placed values), the client index, and max/min.
 TEST(MapReduceForm, PerClientTopLevelOpsAndTheClientIndex) {
-  auto f = program({{"clients", 5}},
-                   [](Value w, Value x, Value wt) {
-                     Value y = map_fn(
-                         [](Value a, Value b) { return a * b + astype(client_index(), f32); },
-                         broadcast(w), x);
-                     Value z = exp(y * 2.0);
-                     return std::vector<Value>{reduce_weighted_mean(z, wt) + reduce_mean(x),
-                                               reduce_min(x), sum(reduce_max(y))};
-                   },
-                   {"", "clients", "clients"});
+  auto f = weighted_mean_program();
   const std::vector<Type> types = {Type(f32, {4}), Type(f32, {5, 4}), Type(f32, {5})};
   const std::vector<Array> args = {random_array({4}, f32, 1), random_array({5, 4}, f32, 2),
                                    Array::from_vector<float>({1, 2, 0.5f, 3, 1}, {5})};
