@@ -23,6 +23,8 @@ class RowReducer {
   virtual void push_block(Block block, const void* row) = 0;
   // Adds every block of `other` (whose clients all follow this one's).
   virtual void push_blocks(const RowReducer& other) = 0;
+  // Forgets everything pushed, keeping its storage for the next pushes.
+  virtual void clear() = 0;
   // Writes the reduction of everything pushed (0s when nothing was).
   virtual void finish(void* out) const = 0;
   // An empty reducer of the same kind and dtype over rows of `width` elements.

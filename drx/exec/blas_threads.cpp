@@ -71,5 +71,23 @@ void keep_blas_single_threaded() {
   if (control.load() && openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
+bool blas_threads_settable() { return available() && control.load(); }
+
+bool run_with_blas_threads(int n, const std::function<void()>& fn) {
+  if (!blas_threads_settable()) return false;
+  struct BackToOne {
+    ~BackToOne() {
+      std::lock_guard<std::mutex> lock(write_mu);
+      openblas_set_num_threads(1);
+    }
+  } back_to_one;
+  {
+    std::lock_guard<std::mutex> lock(write_mu);
+    openblas_set_num_threads(n);
+  }
+  fn();
+  return true;
+}
+
 }  // namespace exec
 }  // namespace drx

@@ -6,6 +6,7 @@
 // per client on the client's thread (which path is fixed when the product is compiled:
 // CompileOptions::map_body). OpenBLAS rounds differently as its own thread count changes (its
 // threads split a call's work), so drx's bits are independent of that count only while it is 1.
+#include <functional>
 #include <string>
 
 namespace drx {
@@ -28,6 +29,12 @@ void note_blas_threads_once();
 // Before a product's BLAS calls: with control, puts OpenBLAS back on one thread if something
 // changed its count (one read; a write only then); without control, nothing.
 void keep_blas_single_threaded();
+// Whether drx may set OpenBLAS's thread count now (control on, and a BLAS with thread control).
+bool blas_threads_settable();
+// Runs fn with OpenBLAS on n threads, then puts it back on one: for measuring the library's
+// own multithreaded rate (exec::roofline), while no product runs. Returns false without running
+// fn when !blas_threads_settable().
+bool run_with_blas_threads(int n, const std::function<void()>& fn);
 
 }  // namespace exec
 }  // namespace drx

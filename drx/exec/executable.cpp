@@ -3,8 +3,10 @@
 #include "drx/exec/executable.h"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -108,15 +110,42 @@ class Borrowed {
   std::unique_ptr<Workspace> ws_;
 };
 
+// This thread's minor page faults so far (first touches of fresh pages), for exec::profile.
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
+
+// What one run of the equation's kernel costs at best (exec::profile's roofline): its product,
+// or the bytes it reads and writes.
+profile::Cost kernel_cost(const Plan& plan, const Eqn& e, const EqnChoice& c, const Kernel* k) {
+  profile::Cost cost;
+  if (k)
+    if (const auto product = k->product()) {
+      cost.has_product = true;
+      cost.product = *product;
+      return cost;
+    }
+  std::vector<int> vars = c.reads;
+  const std::vector<int>& writes = c.writes ? *c.writes : e.outs;
+  vars.insert(vars.end(), writes.begin(), writes.end());
+  std::sort(vars.begin(), vars.end());
+  vars.erase(std::unique(vars.begin(), vars.end()), vars.end());
+  for (int v : vars) cost.bytes += static_cast<double>(plan.vars[static_cast<size_t>(v)].nbytes);
+  return cost;
+}
+
 void run_steps(const Plan& plan, Frame& f) {
   const bool timed = profile::enabled();
   for (const Step& s : plan.steps) {
     if (timed && !s.label.empty()) {
+      const long faults = minor_faults();
       const auto start = std::chrono::steady_clock::now();
       s.kernel->run(f);
-      profile::record(
-          s.label, kernel_kind_name(s.kind),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      profile::record(s.label, kernel_kind_name(s.kind), seconds, minor_faults() - faults);
     } else {
       s.kernel->run(f);
     }
@@ -253,8 +282,10 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       ++plan->stats.kernels;
     }
     const KernelKind kind = kernels[i] ? kernels[i]->kind() : KernelKind::other;
+    std::string label = profile::enabled() ? profile_label(p, e, c) : std::string();
+    if (!label.empty()) profile::describe(label, kernel_cost(*plan, e, c, kernels[i].get()));
     plan->steps.push_back(Step{std::move(kernels[i]), std::move(c.release), std::move(c.discard),
-                               profile::enabled() ? profile_label(p, e, c) : std::string(), kind});
+                               std::move(label), kind});
   }
 
   std::vector<bool> seen(p.var_types.size(), false);
@@ -306,6 +337,8 @@ class CpuProgram final : public CompiledProgram {
     for (const auto& ws : plan_->spare)
       for (Array& b : ws->buffers)
         if (b.nbytes() >= kDiscardBytes) discard_pages(b.raw(), b.nbytes());
+    for (const Step& s : plan_->steps)
+      if (s.kernel) s.kernel->release_idle_memory();
   }
 
  private:

@@ -96,6 +96,11 @@ template <class T>
 class GemmKernel : public Kernel {
  public:
   KernelKind kind() const override { return KernelKind::gemm; }
+  std::optional<profile::ProductShape> product() const override {
+    const Gemm& g = k_.g;
+    return profile::ProductShape{
+        g.batch, g.m, g.n, g.k, g.trans_a, g.trans_b, std::is_same_v<T, double>};
+  }
 
  public:
   explicit GemmKernel(GemmCall call) : k_(call) {}

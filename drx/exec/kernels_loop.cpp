@@ -2,13 +2,16 @@
 // call runs them in a loop on raw pointers. scan's bodies read their x slices
 // and write their y slices in place, and the carry alternates between the
 // results and a scratch block, arranged so that the last iteration writes the
-// results. The scratch is allocated per call: run() may be called from several
-// threads at once (a scan inside a map_fn body).
+// results. Each call takes a scratch block of its own (run() may be called from several
+// threads at once: a scan inside a map_fn body) from the kernel's spare blocks, and gives it
+// back after: a fresh block would first-touch all its pages at every call, and a local-steps
+// scan's carry is a whole model with its optimiser state.
 #include <cstddef>
 #include <cstring>
 #include <memory>
 
 #include "drx/exec/kernels.h"
+#include "drx/exec/spares.h"
 #include "drx/transforms/loops.h"
 #include "drx/transforms/scan_params.h"
 #include "drx/transforms/while_params.h"
@@ -16,11 +19,10 @@
 namespace drx::exec {
 namespace {
 
-// One per-call block holding a copy of every carry variable; each starts at
-// the alignment Array's own buffers have, which kernels may rely on.
+// Where each carry variable sits in a scratch block; each starts at the alignment
+// Array's own buffers have, which kernels may rely on. Keeps the blocks calls gave back.
 class CarryLayout {
  public:
-  CarryLayout() = default;
   CarryLayout(const std::vector<int>& vars, const CompileContext& cx) {
     constexpr size_t align = alignof(std::max_align_t);
     for (int v : vars) {
@@ -29,16 +31,44 @@ class CarryLayout {
       total_ += (cx.var(v).nbytes + align - 1) / align * align;
     }
   }
-  std::unique_ptr<std::byte[]> allocate() const {
-    return std::unique_ptr<std::byte[]>(new std::byte[total_ == 0 ? 1 : total_]);
-  }
+  CarryLayout(const CarryLayout&) = delete;
+  CarryLayout& operator=(const CarryLayout&) = delete;
+
   void* at(std::byte* block, size_t k) const { return block + offset_[k]; }
   size_t bytes(size_t k) const { return bytes_[k]; }
   size_t size() const { return bytes_.size(); }
 
+  std::unique_ptr<std::byte[]> take() const {
+    return spare_.take([&] { return std::unique_ptr<std::byte[]>(new std::byte[total_ + 1]); });
+  }
+  void give_back(std::unique_ptr<std::byte[]> block) const { spare_.give_back(std::move(block)); }
+  // The spare blocks' pages go back to the system (their next use faults in zeroed pages).
+  void discard_spare() const {
+    if (total_ >= kDiscardBytes)
+      spare_.for_each_free([&](std::byte* b) { discard_pages(b, total_); });
+  }
+
  private:
   std::vector<size_t> offset_, bytes_;
   size_t total_ = 0;
+  Spares<std::byte[]> spare_;
+};
+
+// A call's scratch block, given back to its layout however the call ends.
+class Scratch {
+ public:
+  explicit Scratch(const CarryLayout& c) : c_(c) {}
+  ~Scratch() { c_.give_back(std::move(block_)); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  std::byte* get() {
+    if (!block_) block_ = c_.take();
+    return block_.get();
+  }
+
+ private:
+  const CarryLayout& c_;
+  std::unique_ptr<std::byte[]> block_;
 };
 
 void copy_carry(const CarryLayout& c, const std::vector<const void*>& from, size_t first,
@@ -83,7 +113,7 @@ class ScanKernel : public Kernel {
     std::vector<const std::byte*> xs(x_slice_.size());
     for (size_t j = 0; j < xs.size(); ++j)
       xs[j] = static_cast<const std::byte*>(f.in(ins_[nc + nk + j]));
-    std::unique_ptr<std::byte[]> scratch = length_ > 1 ? carry_.allocate() : nullptr;
+    Scratch scratch(carry_);
     for (int64_t i = 0; i < length_; ++i) {
       const size_t t = static_cast<size_t>(reverse_ ? length_ - 1 - i : i);
       // Iterations alternate destinations, so the last one (i = length - 1) writes the results.
@@ -95,6 +125,11 @@ class ScanKernel : public Kernel {
       body_.run_raw(in.data(), out.data());
       for (size_t k = 0; k < nk; ++k) in[nc + k] = out[k];
     }
+  }
+
+  void release_idle_memory() const override {
+    carry_.discard_spare();
+    body_.release_idle_memory();
   }
 
  private:
@@ -154,7 +189,8 @@ class WhileKernel : public Kernel {
     for (size_t k = 0; k < nk; ++k) results[k] = f.out(outs_[k]);
     // The trip count is unknown, so the carry alternates from the results on
     // and is copied there at the end when it is elsewhere.
-    std::unique_ptr<std::byte[]> scratch;
+    Scratch scratch(carry_);
+    bool have_scratch = false;
     bool in_results = false;
     uint8_t pred = 0;
     void* pred_out = &pred;
@@ -162,8 +198,8 @@ class WhileKernel : public Kernel {
       for (size_t k = 0; k < nk; ++k) cond_in[ncc + k] = carry[k];
       cond_.run_raw(cond_in.data(), &pred_out);
       if (!pred) break;
-      if (in_results && !scratch) {
-        scratch = carry_.allocate();
+      if (in_results && !have_scratch) {
+        have_scratch = true;
         for (size_t k = 0; k < nk; ++k) scratch_at[k] = carry_.at(scratch.get(), k);
       }
       for (size_t k = 0; k < nk; ++k) {
@@ -175,6 +211,12 @@ class WhileKernel : public Kernel {
       in_results = !in_results;
     }
     if (!in_results) copy_carry(carry_, carry, 0, results);
+  }
+
+  void release_idle_memory() const override {
+    carry_.discard_spare();
+    cond_.release_idle_memory();
+    body_.release_idle_memory();
   }
 
  private:

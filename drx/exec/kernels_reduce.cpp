@@ -15,6 +15,7 @@
 
 #include "drx/exec/kernels.h"
 #include "drx/exec/sharding.h"
+#include "drx/exec/spares.h"
 #include "drx/exec/tree_stack.h"
 
 namespace drx::exec {
@@ -132,13 +133,15 @@ class PlacementReduceKernel : public Kernel {
     std::vector<std::unique_ptr<RowReducer>> shards(
         static_cast<size_t>(sharding_.shards(clients_)));
     sharding_.run(clients_, [&](int64_t s, int64_t lo, int64_t hi) {
-      auto stack = prototype_->empty_like();
+      auto stack = take_stack();
       for (int64_t c = lo; c < hi; ++c) stack->push_row(c, x + static_cast<size_t>(c) * row_bytes_);
       shards[static_cast<size_t>(s)] = std::move(stack);
     });
-    auto all = prototype_->empty_like();
+    auto all = take_stack();
     for (const auto& s : shards) all->push_blocks(*s);
     sharding_.reduce(*all, y, op_);
+    for (auto& s : shards) stacks_.give_back(std::move(s));
+    stacks_.give_back(std::move(all));
   }
 
  private:
@@ -148,6 +151,13 @@ class PlacementReduceKernel : public Kernel {
   std::unique_ptr<RowReducer> prototype_;
   Sharding sharding_;
   std::string op_;
+  Spares<RowReducer> stacks_;  // kept between calls, cleared when taken
+
+  std::unique_ptr<RowReducer> take_stack() const {
+    auto stack = stacks_.take([&] { return prototype_->empty_like(); });
+    stack->clear();
+    return stack;
+  }
 };
 
 template <ReduceKind K>

@@ -8,6 +8,7 @@
 #include "drx/core/primitive.h"
 #include "drx/exec/map_clients.h"
 #include "drx/exec/sharding.h"
+#include "drx/exec/spares.h"
 #include "drx/exec/tree_stack.h"
 #include "drx/mapreduce/map_fn_params.h"
 
@@ -36,31 +37,25 @@ class MapReduceKernel : public Kernel {
   void run(Frame& f) const override {
     const std::vector<const std::byte*> in = operands_.bases(f);
     const int64_t clients = operands_.clients();
-    using Stacks = std::vector<std::unique_ptr<RowReducer>>;
-    std::vector<Stacks> shards(static_cast<size_t>(sharding_.shards(clients)));
+    std::vector<std::unique_ptr<ShardWork>> shards(static_cast<size_t>(sharding_.shards(clients)));
     sharding_.run(clients, [&](int64_t s, int64_t lo, int64_t hi) {
-      std::vector<std::vector<std::byte>> rows;
-      std::vector<void*> op;
-      for (size_t bytes : result_bytes_) {
-        rows.emplace_back(bytes);
-        op.push_back(rows.back().data());
-      }
-      Stacks stacks;
-      for (const Reduction& r : reductions_) stacks.push_back(r.prototype->empty_like());
+      std::unique_ptr<ShardWork> w = take_work();
       std::vector<const void*> ip(in.size());
       for (int64_t c = lo; c < hi; ++c) {
         operands_.rows(in, c, ip.data());
-        body_.run_raw(ip.data(), op.data());
+        body_.run_raw(ip.data(), w->results.data());
         for (size_t r = 0; r < reductions_.size(); ++r)
-          stacks[r]->push_row(c, rows[reductions_[r].result].data());
+          w->stacks[r]->push_row(c, w->results[reductions_[r].result]);
       }
-      shards[static_cast<size_t>(s)] = std::move(stacks);
+      shards[static_cast<size_t>(s)] = std::move(w);
     });
+    std::unique_ptr<ShardWork> all = take_work();  // its stacks combine the shards'
     for (size_t r = 0; r < reductions_.size(); ++r) {
-      auto all = reductions_[r].prototype->empty_like();
-      for (const Stacks& s : shards) all->push_blocks(*s[r]);
-      sharding_.reduce(*all, f.out(reductions_[r].out), reductions_[r].op);
+      for (const auto& s : shards) all->stacks[r]->push_blocks(*s->stacks[r]);
+      sharding_.reduce(*all->stacks[r], f.out(reductions_[r].out), reductions_[r].op);
     }
+    for (auto& s : shards) work_.give_back(std::move(s));
+    work_.give_back(std::move(all));
   }
 
  private:
@@ -69,6 +64,28 @@ class MapReduceKernel : public Kernel {
   std::vector<Reduction> reductions_;
   std::vector<size_t> result_bytes_;
   Sharding sharding_;
+
+  // A shard's rows for one client's results and its partial reductions, kept between calls.
+  struct ShardWork {
+    std::vector<std::unique_ptr<std::byte[]>> rows;
+    std::vector<void*> results;  // rows[i].get()
+    std::vector<std::unique_ptr<RowReducer>> stacks;
+  };
+  Spares<ShardWork> work_;
+
+  std::unique_ptr<ShardWork> take_work() const {
+    auto w = work_.take([&] {
+      auto made = std::make_unique<ShardWork>();
+      for (size_t bytes : result_bytes_) {  // allocated, not touched: a shard that combines
+        made->rows.emplace_back(new std::byte[bytes + 1]);  // never maps their pages
+        made->results.push_back(made->rows.back().get());
+      }
+      for (const Reduction& r : reductions_) made->stacks.push_back(r.prototype->empty_like());
+      return made;
+    });
+    for (auto& s : w->stacks) s->clear();
+    return w;
+  }
 };
 
 // The reduction over a placement that `e` is, if any.

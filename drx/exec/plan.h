@@ -9,6 +9,7 @@
 
 #include "drx/array/array.h"
 #include "drx/exec/executable.h"
+#include "drx/exec/profile.h"
 #include "drx/ir/program.h"
 
 namespace drx::exec {
@@ -66,6 +67,10 @@ class Kernel {
   virtual ~Kernel() = default;
   virtual void run(Frame& f) const = 0;
   virtual KernelKind kind() const { return KernelKind::other; }
+  // The BLAS product one run makes, for exec::profile's roofline; none for other kernels.
+  virtual std::optional<profile::ProductShape> product() const { return std::nullopt; }
+  // Gives back the pages of what the kernel keeps between calls (Executable::release_idle_memory).
+  virtual void release_idle_memory() const {}
 };
 
 // How a kernel's results may share memory with its operands.

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "drx/array/error.h"
+#include "drx/exec/roofline.h"
+#include "drx/exec/thread_pool.h"
 
 namespace drx::exec::profile {
 namespace {
@@ -18,7 +20,31 @@ namespace {
 struct Totals {
   double seconds = 0;
   long long calls = 0;
+  long long faults = 0;
+
+  void add(const Totals& t) {
+    seconds += t.seconds;
+    calls += t.calls;
+    faults += t.faults;
+  }
 };
+
+double flops(const ProductShape& p) {
+  return 2.0 * static_cast<double>(p.batch) * static_cast<double>(p.m) * static_cast<double>(p.n) *
+         static_cast<double>(p.k);
+}
+
+std::string shape_text(const ProductShape& p) {
+  std::string s = std::string(p.f64 ? "f64 " : "f32 ") + std::to_string(p.m) + "x" +
+                  std::to_string(p.n) + "x" + std::to_string(p.k) + (p.trans_a ? " A'" : "") +
+                  (p.trans_b ? " B'" : "");
+  if (p.batch != 1) s = std::to_string(p.batch) + " x " + s;
+  return s;
+}
+
+bool memory_bound(const std::string& kind) {
+  return kind == "elementwise" || kind == "reduction" || kind == "copy";
+}
 
 struct State {
   std::mutex mu;
@@ -26,6 +52,10 @@ struct State {
   std::string path;
   std::map<std::string, Totals> by_eqn;
   std::map<std::string, std::string> kind_of;  // label -> its kernel's kind
+  std::map<std::string, Cost> cost_of;         // label -> what one run does (describe)
+  // num_threads() when the last described program was compiled: the bound's thread count
+  // (read then, since the pools may be gone when the report is written at exit).
+  int threads = 1;
 
   State() {
     if (const char* p = std::getenv("DRX_PROFILE"); p && *p) on = true, path = p;
@@ -39,17 +69,103 @@ struct State {
     }
   }
 
+  // The products against the same calls through sgemm, the memory-bound kernels' bytes against
+  // the measured bandwidth, and the bound of the whole profile on num_threads() threads.
+  void write_roofline(FILE* f, double total) {
+    struct ShapeTotals {
+      ProductShape shape;
+      Totals drx;
+    };
+    std::map<std::string, ShapeTotals> by_shape;
+    double gemm_s = 0, mem_s = 0, bytes = 0, undescribed_s = 0;
+    for (const auto& [label, t] : by_eqn) {
+      const std::string& kind = kind_of[label];
+      const auto c = cost_of.find(label);
+      if (kind == "gemm" && c != cost_of.end() && c->second.has_product) {
+        ShapeTotals& st = by_shape[shape_text(c->second.product)];
+        st.shape = c->second.product;
+        st.drx.add(t);
+        gemm_s += t.seconds;
+      } else if (memory_bound(kind) && c != cost_of.end()) {
+        mem_s += t.seconds;
+        bytes += c->second.bytes * static_cast<double>(t.calls);
+      } else if (kind == "gemm" || memory_bound(kind)) {
+        undescribed_s += t.seconds;
+      }
+    }
+    const bool threaded = threads > 1 && roofline::can_measure_threaded_blas();
+    double sgemm1_s = 0, sgemmn_s = 0, product_flops = 0;
+    std::fprintf(f,
+                 "products by shape (drx's gemm kernels against the same calls through one "
+                 "BLAS thread, measured now)\n%10s %10s %10s %9s %9s %7s  %s\n",
+                 "seconds", "calls", "sgemm s", "GFLOP/s", "sgemm", "of it", "shape");
+    std::vector<std::pair<std::string, ShapeTotals>> shapes(by_shape.begin(), by_shape.end());
+    std::sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+      return a.second.drx.seconds > b.second.drx.seconds;
+    });
+    for (const auto& [text, st] : shapes) {
+      const double calls = static_cast<double>(st.drx.calls);
+      const double one = roofline::product_seconds(st.shape, 1) * calls;
+      sgemm1_s += one;
+      if (threaded) sgemmn_s += roofline::product_seconds(st.shape, threads) * calls;
+      const double fl = flops(st.shape) * calls;
+      product_flops += fl;
+      std::fprintf(f, "%10.4f %10lld %10.4f %9.2f %9.2f %6.1f%%  %s\n", st.drx.seconds,
+                   st.drx.calls, one, st.drx.seconds > 0 ? fl / st.drx.seconds / 1e9 : 0.0,
+                   one > 0 ? fl / one / 1e9 : 0.0,
+                   st.drx.seconds > 0 ? 100 * one / st.drx.seconds : 0.0, text.c_str());
+    }
+    const double bw1 = roofline::stream_bandwidth(1);
+    const double bwn = threads > 1 ? roofline::stream_bandwidth(threads) : bw1;
+    std::fprintf(f, "\nroofline (thread-seconds, as the tables above)\n");
+    std::fprintf(
+        f,
+        "  products      %10.4f s in gemm kernels (%.2f GFLOP); %.4f s as one-thread sgemm "
+        "calls of the same shapes: %.1f%% of that rate\n",
+        gemm_s, product_flops / 1e9, sgemm1_s, gemm_s > 0 ? 100 * sgemm1_s / gemm_s : 0.0);
+    std::fprintf(
+        f,
+        "  memory-bound  %10.4f s in elementwise, reduction and copy kernels moving %.3f GB; "
+        "%.4f s at one thread's %.2f GB/s\n",
+        mem_s, bytes / 1e9, bytes / bw1, bw1 / 1e9);
+    std::fprintf(f, "  the rest      %10.4f s (non-product share of all: %.1f%%)\n",
+                 std::max(0.0, total - gemm_s - mem_s),
+                 total > 0 ? 100 * (total - gemm_s) / total : 0.0);
+    if (undescribed_s > 0)
+      std::fprintf(f, "  (%.4f s of gemm or memory-bound kernels had no stated cost)\n",
+                   undescribed_s);
+    // The bound: every product at the better of the same shape through threaded sgemm and
+    // `threads` one-thread sgemm calls side by side (how drx spreads products), every byte at
+    // the `threads`-thread bandwidth, nothing else.
+    const double side_by_side = sgemm1_s / threads;
+    const double product_bound = threaded ? std::min(sgemmn_s, side_by_side) : side_by_side;
+    const double bound = product_bound + bytes / bwn;
+    std::string how = "one-thread sgemm";
+    if (threads > 1)
+      how = "the better of " +
+            (threaded ? "threaded sgemm (" + std::to_string(sgemmn_s) + " s)"
+                      : std::string("threaded sgemm (not measured: drx does not set OpenBLAS's "
+                                    "threads here)")) +
+            " and " + std::to_string(threads) + " one-thread calls side by side (" +
+            std::to_string(side_by_side) + " s)";
+    std::fprintf(f,
+                 "bound on %d thread(s) (wall seconds): products %.4f s (%s) + bytes %.4f s (at "
+                 "%.2f GB/s) = %.4f s\n",
+                 threads, product_bound, how.c_str(), bytes / bwn, bwn / 1e9, bound);
+    std::fprintf(f,
+                 "roofline_numbers threads=%d gemm_s=%.6f sgemm1_s=%.6f product_flops=%.6e "
+                 "memory_s=%.6f bytes=%.6e bandwidth1=%.6e bandwidth=%.6e total_s=%.6f "
+                 "bound_s=%.6f\n",
+                 threads, gemm_s, sgemm1_s, product_flops, mem_s, bytes, bw1, bwn, total, bound);
+  }
+
   void write_locked() {
     double total = 0;
     std::map<std::string, Totals> by_prim, by_kind;
     for (const auto& [label, t] : by_eqn) {
       total += t.seconds;
-      Totals& k = by_kind[kind_of[label]];
-      k.seconds += t.seconds;
-      k.calls += t.calls;
-      Totals& p = by_prim[label.substr(0, label.find_first_of("[ "))];
-      p.seconds += t.seconds;
-      p.calls += t.calls;
+      by_kind[kind_of[label]].add(t);
+      by_prim[label.substr(0, label.find_first_of("[ "))].add(t);
     }
     auto sorted = [](const std::map<std::string, Totals>& m) {
       std::vector<std::pair<std::string, Totals>> v(m.begin(), m.end());
@@ -63,12 +179,13 @@ struct State {
       throw Error("profile: cannot write " + tmp + ": " + std::strerror(errno) +
                   " (DRX_PROFILE names the report file)");
     auto table = [&](const char* title, const std::map<std::string, Totals>& m) {
-      std::fprintf(f, "%s\n%10s %7s %10s %10s  %s\n", title, "seconds", "share", "calls", "us/call",
-                   "what");
+      std::fprintf(f, "%s\n%10s %7s %10s %10s %10s  %s\n", title, "seconds", "share", "calls",
+                   "us/call", "faults", "what");
       for (const auto& [label, t] : sorted(m))
-        std::fprintf(f, "%10.4f %6.2f%% %10lld %10.2f  %s\n", t.seconds,
+        std::fprintf(f, "%10.4f %6.2f%% %10lld %10.2f %10lld  %s\n", t.seconds,
                      total > 0 ? 100 * t.seconds / total : 0.0, t.calls,
-                     t.calls ? 1e6 * t.seconds / static_cast<double>(t.calls) : 0.0, label.c_str());
+                     t.calls ? 1e6 * t.seconds / static_cast<double>(t.calls) : 0.0, t.faults,
+                     label.c_str());
       std::fprintf(f, "\n");
     };
     std::fprintf(f, "drx profile: %.4f s in timed kernels (all threads)\n\n", total);
@@ -77,6 +194,7 @@ struct State {
     std::map<std::string, Totals> labelled;  // "[kind] equation"
     for (const auto& [label, t] : by_eqn) labelled["[" + kind_of[label] + "] " + label] = t;
     table("by equation", labelled);
+    write_roofline(f, total);
     const bool ok = std::fclose(f) == 0;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
       throw Error("profile: cannot write " + path + ": " + std::strerror(errno));
@@ -101,13 +219,22 @@ void enable(const std::string& path) {
 
 void disable() { state().on = false; }
 
-void record(const std::string& label, const char* kind, double seconds) {
+void describe(const std::string& label, const Cost& cost) {
+  const int threads = num_threads();
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.cost_of.try_emplace(label, cost);
+  s.threads = threads;
+}
+
+void record(const std::string& label, const char* kind, double seconds, long minor_faults) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   s.kind_of.try_emplace(label, kind);
   Totals& t = s.by_eqn[label];
   t.seconds += seconds;
   ++t.calls;
+  t.faults += minor_faults;
 }
 
 void write() {

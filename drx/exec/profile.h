@@ -1,11 +1,15 @@
 #pragma once
 // Where a compiled program's time goes, per equation. With the environment variable
 // DRX_PROFILE=PATH (or after exec::profile::enable(PATH)), every kernel that compiled
-// programs run is timed and its time added to its equation's line (primitive, parameters,
-// result type; the label is fixed when the program is compiled); at exit, or on write(),
-// PATH gets the totals per kernel kind, per primitive and per equation, largest first. Equations
-// that run sub-programs (map_fn, scan, while, cond) are not timed themselves: their bodies'
-// equations are. Timing costs a clock read per kernel; when profiling is off it costs one branch.
+// programs run is timed and its time and minor page faults added to its equation's line
+// (primitive, parameters, result type; the label is fixed when the program is compiled); at
+// exit, or on write(), PATH gets the totals per kernel kind, per primitive and per equation,
+// largest first, and a roofline: the products' time against the same calls through sgemm
+// measured then, the memory-bound kernels' bytes at the machine's measured bandwidth, and the
+// bound of the whole profile on num_threads() threads. Equations that run sub-programs (map_fn,
+// scan, while, cond) are not timed themselves: their bodies' equations are. Timing costs a
+// clock read and a getrusage per kernel; when profiling is off it costs one branch.
+#include <cstdint>
 #include <string>
 
 namespace drx::exec::profile {
@@ -18,10 +22,26 @@ bool enabled();
 void enable(const std::string& path);
 // Stops timing (the totals are kept until reset()); programs compiled while on keep their labels.
 void disable();
+// One BLAS product: `batch` calls of op(A)[m,k] op(B)[k,n].
+struct ProductShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  bool trans_a = false, trans_b = false;
+  bool f64 = false;
+};
+// What one run of an equation's kernel does at best: the product it makes (a gemm kernel),
+// or the bytes it reads and writes (a memory-bound kernel: elementwise, reduction, copy).
+struct Cost {
+  bool has_product = false;
+  ProductShape product;
+  double bytes = 0;
+};
+// States what every run of `label` costs (at compile time; the first statement of a label is
+// kept, and reset() keeps them).
+void describe(const std::string& label, const Cost& cost);
 // Adds one run of an equation, whose kernel is of `kind` ("gemm", "elementwise", "reduction",
 // "copy", "interpreted", "other": a product fused with its bias or transpose counts as a gemm,
-// whatever its equation's primitive).
-void record(const std::string& label, const char* kind, double seconds);
+// whatever its equation's primitive), which took `minor_faults` page faults.
+void record(const std::string& label, const char* kind, double seconds, long minor_faults = 0);
 // Writes the report now (atomically: PATH.tmp, then renamed); throws drx::Error when the file
 // cannot be written. Also runs at exit, where a failure is reported on stderr.
 void write();

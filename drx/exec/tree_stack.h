@@ -13,6 +13,7 @@
 // one client at a time (only O(log n) rows stay live), and the stacks of
 // devices that each reduced a contiguous shard can be pushed, in order, into
 // one stack: every way of cutting the clients gives the same bits.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -41,6 +42,7 @@ class TreeStack : public RowReducer {
     for (size_t b = 0; b < o.blocks_.size(); ++b)
       push(o.blocks_[b].start, o.blocks_[b].size, o.row(b));
   }
+  void clear() override { blocks_.clear(); }
   void finish(void* out) const override {
     T* y = static_cast<T*>(out);
     if (blocks_.empty()) {
@@ -69,12 +71,14 @@ class TreeStack : public RowReducer {
   const void* block_row(size_t b) const override { return row(b); }
 
  private:
-  const T* row(size_t b) const { return rows_.data() + b * width_; }
-  T* row(size_t b) { return rows_.data() + b * width_; }
+  const T* row(size_t b) const { return rows_[b].get(); }
+  T* row(size_t b) { return rows_[b].get(); }
 
   void push(int64_t start, int64_t size, const T* data) {
     blocks_.push_back({start, size});
-    rows_.resize(blocks_.size() * width_);
+    // A row per level of the stack, kept when the stack shrinks or is cleared (not zeroed:
+    // every row is written before it is read).
+    if (rows_.size() < blocks_.size()) rows_.emplace_back(new T[std::max<size_t>(width_, 1)]);
     if (width_) std::memcpy(row(blocks_.size() - 1), data, width_ * sizeof(T));
     while (blocks_.size() >= 2) {
       Block& left = blocks_[blocks_.size() - 2];
@@ -85,13 +89,12 @@ class TreeStack : public RowReducer {
       for (size_t k = 0; k < width_; ++k) l[k] = reduce_combine<K>(l[k], r[k]);
       left.size *= 2;
       blocks_.pop_back();
-      rows_.resize(blocks_.size() * width_);
     }
   }
 
   size_t width_;
   std::vector<Block> blocks_;
-  std::vector<T> rows_;
+  std::vector<std::unique_ptr<T[]>> rows_;
 };
 
 // A reducer for rows of `width` elements of `dtype`, or nullptr for a dtype
