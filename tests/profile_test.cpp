@@ -139,6 +139,15 @@ TEST(Profile, RooflineCountsProductFlopsAndKernelBytes) {
   EXPECT_GT(roofline_number(report, "bound_s"), 0) << report;
   const std::string shape = line_of(report, "products by shape", "f32 64x16x32");
   EXPECT_NE(shape.find(" 3 "), std::string::npos) << report;
+  // The same numbers from the API: one product shape, 3 calls.
+  const exec::profile::Roofline r = exec::profile::roofline();
+  ASSERT_EQ(r.shapes.size(), 1u);
+  EXPECT_EQ(r.shapes[0].text, "f32 64x16x32");
+  EXPECT_EQ(r.shapes[0].calls, 3);
+  EXPECT_EQ(r.product_flops, 3.0 * 2 * 64 * 16 * 32);
+  EXPECT_EQ(r.bytes, 5.0 * 3 * 1000 * 4);
+  EXPECT_GT(r.product_bound_s, 0);
+  EXPECT_NEAR(r.bound_s, r.product_bound_s + r.bytes / r.bandwidth, 1e-12);
   exec::profile::reset();
   std::filesystem::remove(path);
 }

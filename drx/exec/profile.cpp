@@ -69,94 +69,100 @@ struct State {
     }
   }
 
-  // The products against the same calls through sgemm, the memory-bound kernels' bytes against
-  // the measured bandwidth, and the bound of the whole profile on num_threads() threads.
-  void write_roofline(FILE* f, double total) {
-    struct ShapeTotals {
-      ProductShape shape;
-      Totals drx;
-    };
-    std::map<std::string, ShapeTotals> by_shape;
-    double gemm_s = 0, mem_s = 0, bytes = 0, undescribed_s = 0;
+  // The roofline of the totals so far (see profile.h), measuring the machine now.
+  Roofline roofline_locked() {
+    Roofline r;
+    r.threads = threads;
+    std::map<std::string, Roofline::Shape> by_shape;
     for (const auto& [label, t] : by_eqn) {
+      r.total_s += t.seconds;
       const std::string& kind = kind_of[label];
       const auto c = cost_of.find(label);
       if (kind == "gemm" && c != cost_of.end() && c->second.has_product) {
-        ShapeTotals& st = by_shape[shape_text(c->second.product)];
+        Roofline::Shape& st = by_shape[shape_text(c->second.product)];
         st.shape = c->second.product;
-        st.drx.add(t);
-        gemm_s += t.seconds;
+        st.seconds += t.seconds;
+        st.calls += t.calls;
+        r.gemm_s += t.seconds;
       } else if (memory_bound(kind) && c != cost_of.end()) {
-        mem_s += t.seconds;
-        bytes += c->second.bytes * static_cast<double>(t.calls);
+        r.memory_s += t.seconds;
+        r.bytes += c->second.bytes * static_cast<double>(t.calls);
       } else if (kind == "gemm" || memory_bound(kind)) {
-        undescribed_s += t.seconds;
+        r.undescribed_s += t.seconds;
       }
     }
-    const bool threaded = threads > 1 && roofline::can_measure_threaded_blas();
-    double sgemm1_s = 0, sgemmn_s = 0, product_flops = 0;
+    r.threaded_measured = threads > 1 && roofline::can_measure_threaded_blas();
+    for (auto& [text, st] : by_shape) {
+      const double calls = static_cast<double>(st.calls);
+      st.text = text;
+      st.sgemm1_s = roofline::product_seconds(st.shape, 1) * calls;
+      st.flops = flops(st.shape) * calls;
+      r.sgemm1_s += st.sgemm1_s;
+      r.product_flops += st.flops;
+      if (r.threaded_measured) r.sgemmn_s += roofline::product_seconds(st.shape, threads) * calls;
+      r.shapes.push_back(st);
+    }
+    std::sort(r.shapes.begin(), r.shapes.end(),
+              [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+    r.bandwidth1 = roofline::stream_bandwidth(1);
+    r.bandwidth = threads > 1 ? roofline::stream_bandwidth(threads) : r.bandwidth1;
+    // Every product at the better of the same shape through threaded sgemm and `threads`
+    // one-thread calls side by side (how drx spreads products), every byte at the
+    // `threads`-thread bandwidth, nothing else.
+    const double side_by_side = r.sgemm1_s / threads;
+    r.product_bound_s = r.threaded_measured ? std::min(r.sgemmn_s, side_by_side) : side_by_side;
+    r.bound_s = r.product_bound_s + r.bytes / r.bandwidth;
+    return r;
+  }
+
+  void write_roofline(FILE* f) {
+    const Roofline r = roofline_locked();
     std::fprintf(f,
                  "products by shape (drx's gemm kernels against the same calls through one "
                  "BLAS thread, measured now)\n%10s %10s %10s %9s %9s %7s  %s\n",
                  "seconds", "calls", "sgemm s", "GFLOP/s", "sgemm", "of it", "shape");
-    std::vector<std::pair<std::string, ShapeTotals>> shapes(by_shape.begin(), by_shape.end());
-    std::sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
-      return a.second.drx.seconds > b.second.drx.seconds;
-    });
-    for (const auto& [text, st] : shapes) {
-      const double calls = static_cast<double>(st.drx.calls);
-      const double one = roofline::product_seconds(st.shape, 1) * calls;
-      sgemm1_s += one;
-      if (threaded) sgemmn_s += roofline::product_seconds(st.shape, threads) * calls;
-      const double fl = flops(st.shape) * calls;
-      product_flops += fl;
-      std::fprintf(f, "%10.4f %10lld %10.4f %9.2f %9.2f %6.1f%%  %s\n", st.drx.seconds,
-                   st.drx.calls, one, st.drx.seconds > 0 ? fl / st.drx.seconds / 1e9 : 0.0,
-                   one > 0 ? fl / one / 1e9 : 0.0,
-                   st.drx.seconds > 0 ? 100 * one / st.drx.seconds : 0.0, text.c_str());
-    }
-    const double bw1 = roofline::stream_bandwidth(1);
-    const double bwn = threads > 1 ? roofline::stream_bandwidth(threads) : bw1;
+    for (const Roofline::Shape& st : r.shapes)
+      std::fprintf(f, "%10.4f %10lld %10.4f %9.2f %9.2f %6.1f%%  %s\n", st.seconds, st.calls,
+                   st.sgemm1_s, st.seconds > 0 ? st.flops / st.seconds / 1e9 : 0.0,
+                   st.sgemm1_s > 0 ? st.flops / st.sgemm1_s / 1e9 : 0.0,
+                   st.seconds > 0 ? 100 * st.sgemm1_s / st.seconds : 0.0, st.text.c_str());
     std::fprintf(f, "\nroofline (thread-seconds, as the tables above)\n");
     std::fprintf(
         f,
         "  products      %10.4f s in gemm kernels (%.2f GFLOP); %.4f s as one-thread sgemm "
         "calls of the same shapes: %.1f%% of that rate\n",
-        gemm_s, product_flops / 1e9, sgemm1_s, gemm_s > 0 ? 100 * sgemm1_s / gemm_s : 0.0);
+        r.gemm_s, r.product_flops / 1e9, r.sgemm1_s,
+        r.gemm_s > 0 ? 100 * r.sgemm1_s / r.gemm_s : 0.0);
     std::fprintf(
         f,
         "  memory-bound  %10.4f s in elementwise, reduction and copy kernels moving %.3f GB; "
         "%.4f s at one thread's %.2f GB/s\n",
-        mem_s, bytes / 1e9, bytes / bw1, bw1 / 1e9);
+        r.memory_s, r.bytes / 1e9, r.bytes / r.bandwidth1, r.bandwidth1 / 1e9);
     std::fprintf(f, "  the rest      %10.4f s (non-product share of all: %.1f%%)\n",
-                 std::max(0.0, total - gemm_s - mem_s),
-                 total > 0 ? 100 * (total - gemm_s) / total : 0.0);
-    if (undescribed_s > 0)
+                 std::max(0.0, r.total_s - r.gemm_s - r.memory_s),
+                 r.total_s > 0 ? 100 * (r.total_s - r.gemm_s) / r.total_s : 0.0);
+    if (r.undescribed_s > 0)
       std::fprintf(f, "  (%.4f s of gemm or memory-bound kernels had no stated cost)\n",
-                   undescribed_s);
-    // The bound: every product at the better of the same shape through threaded sgemm and
-    // `threads` one-thread sgemm calls side by side (how drx spreads products), every byte at
-    // the `threads`-thread bandwidth, nothing else.
-    const double side_by_side = sgemm1_s / threads;
-    const double product_bound = threaded ? std::min(sgemmn_s, side_by_side) : side_by_side;
-    const double bound = product_bound + bytes / bwn;
+                   r.undescribed_s);
     std::string how = "one-thread sgemm";
-    if (threads > 1)
+    if (r.threads > 1)
       how = "the better of " +
-            (threaded ? "threaded sgemm (" + std::to_string(sgemmn_s) + " s)"
-                      : std::string("threaded sgemm (not measured: drx does not set OpenBLAS's "
-                                    "threads here)")) +
-            " and " + std::to_string(threads) + " one-thread calls side by side (" +
-            std::to_string(side_by_side) + " s)";
+            (r.threaded_measured ? "threaded sgemm (" + std::to_string(r.sgemmn_s) + " s)"
+                                 : std::string("threaded sgemm (not measured: drx does not set "
+                                               "OpenBLAS's threads here)")) +
+            " and " + std::to_string(r.threads) + " one-thread calls side by side (" +
+            std::to_string(r.sgemm1_s / r.threads) + " s)";
     std::fprintf(f,
                  "bound on %d thread(s) (wall seconds): products %.4f s (%s) + bytes %.4f s (at "
                  "%.2f GB/s) = %.4f s\n",
-                 threads, product_bound, how.c_str(), bytes / bwn, bwn / 1e9, bound);
+                 r.threads, r.product_bound_s, how.c_str(), r.bytes / r.bandwidth,
+                 r.bandwidth / 1e9, r.bound_s);
     std::fprintf(f,
                  "roofline_numbers threads=%d gemm_s=%.6f sgemm1_s=%.6f product_flops=%.6e "
                  "memory_s=%.6f bytes=%.6e bandwidth1=%.6e bandwidth=%.6e total_s=%.6f "
-                 "bound_s=%.6f\n",
-                 threads, gemm_s, sgemm1_s, product_flops, mem_s, bytes, bw1, bwn, total, bound);
+                 "product_bound_s=%.6f bound_s=%.6f\n",
+                 r.threads, r.gemm_s, r.sgemm1_s, r.product_flops, r.memory_s, r.bytes,
+                 r.bandwidth1, r.bandwidth, r.total_s, r.product_bound_s, r.bound_s);
   }
 
   void write_locked() {
@@ -194,7 +200,7 @@ struct State {
     std::map<std::string, Totals> labelled;  // "[kind] equation"
     for (const auto& [label, t] : by_eqn) labelled["[" + kind_of[label] + "] " + label] = t;
     table("by equation", labelled);
-    write_roofline(f, total);
+    write_roofline(f);
     const bool ok = std::fclose(f) == 0;
     if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
       throw Error("profile: cannot write " + path + ": " + std::strerror(errno));
@@ -235,6 +241,12 @@ void record(const std::string& label, const char* kind, double seconds, long min
   t.seconds += seconds;
   ++t.calls;
   t.faults += minor_faults;
+}
+
+Roofline roofline() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.roofline_locked();
 }
 
 void write() {

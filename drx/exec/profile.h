@@ -11,14 +11,16 @@
 // clock read and a getrusage per kernel; when profiling is off it costs one branch.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace drx::exec::profile {
 
 // Whether kernels are being timed (decided once, from DRX_PROFILE, unless enable() is called
 // before any program is compiled).
 bool enabled();
-// Starts timing into `path` (replacing an earlier path). Programs compiled before this
-// carry no labels and are not timed.
+// Starts timing into `path` (replacing an earlier path; an empty path writes no report at
+// exit: read the totals with roofline()). Programs compiled before this carry no labels and are
+// not timed.
 void enable(const std::string& path);
 // Stops timing (the totals are kept until reset()); programs compiled while on keep their labels.
 void disable();
@@ -42,6 +44,30 @@ void describe(const std::string& label, const Cost& cost);
 // "copy", "interpreted", "other": a product fused with its bias or transpose counts as a gemm,
 // whatever its equation's primitive), which took `minor_faults` page faults.
 void record(const std::string& label, const char* kind, double seconds, long minor_faults = 0);
+// The roofline of everything recorded so far, measuring the machine now (a second or so for a
+// few dozen product shapes): what write() reports after its tables. Products and bytes are
+// totals over all runs; seconds are summed over threads, except the bounds, which are wall
+// seconds on `threads` threads (num_threads() when the last described program was compiled).
+struct Roofline {
+  struct Shape {
+    ProductShape shape;
+    std::string text;  // "f32 512x2048x512 A'" (m x n x k, transposed operands marked)
+    double seconds = 0;
+    long long calls = 0;
+    double sgemm1_s = 0;  // the same calls through one-thread sgemm
+    double flops = 0;
+  };
+  std::vector<Shape> shapes;  // largest drx time first
+  int threads = 1;
+  bool threaded_measured = false;  // whether sgemmn_s was measured (drx controls BLAS threads)
+  double total_s = 0, gemm_s = 0, memory_s = 0, undescribed_s = 0;
+  double sgemm1_s = 0, sgemmn_s = 0, product_flops = 0;
+  double bytes = 0, bandwidth1 = 0, bandwidth = 0;  // bytes per second, 1 and `threads` threads
+  // Every product at the better of threaded sgemm and `threads` one-thread calls side by side;
+  // bound_s adds every byte of the memory-bound kernels at the `threads`-thread bandwidth.
+  double product_bound_s = 0, bound_s = 0;
+};
+Roofline roofline();
 // Writes the report now (atomically: PATH.tmp, then renamed); throws drx::Error when the file
 // cannot be written. Also runs at exit, where a failure is reported on stderr.
 void write();
