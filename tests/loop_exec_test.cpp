@@ -99,6 +99,68 @@ TEST(LoopExec, ScanMatchesTheInterpreterAndPlainLoops) {
     }
 }
 
+// Which outputs a compiled body may write over the input they replace (a loop then keeps the
+// carry in one buffer): not where the input is read after the output is written, nor where the
+// input is itself an output; yes for an elementwise update or a product accumulated into it.
+TEST(LoopExec, OutputsMayOverwriteOnlyInputsReadNoLaterThanTheirWrite) {
+  Program p = trace(
+      [](Value a, Value b) -> std::vector<Value> {
+        return {a + 1.0, a * b, a};
+      },
+      {f32t({8}), f32t({8})});
+  Executable exe = compile(p);
+  EXPECT_FALSE(exe.output_may_overwrite_input(0, 0));  // a is read after a + 1 is written
+  EXPECT_FALSE(exe.output_may_overwrite_input(1, 0));  // a is also output 2
+  EXPECT_TRUE(exe.output_may_overwrite_input(1, 1));   // b's last read writes a * b
+  EXPECT_FALSE(exe.output_may_overwrite_input(2, 0));  // a forwarded: no equation writes it
+  Program sgd = trace(
+      [](Value w, Value x, Value g) -> std::vector<Value> {
+        return {w - matmul(transpose(x, {1, 0}), g) * 0.1, x * 2.0};
+      },
+      {f32t({4, 3}), f32t({5, 4}), f32t({5, 3})});
+  Executable step = compile(sgd);
+  EXPECT_TRUE(step.output_may_overwrite_input(0, 0));   // accumulated into w in place
+  EXPECT_FALSE(step.output_may_overwrite_input(0, 1));  // x: another size
+  EXPECT_TRUE(step.output_may_overwrite_input(1, 1));   // x * 2 is x's last read
+}
+
+// SGD steps as a scan whose parameters stay in one buffer: the same values as a plain loop,
+// and the caller's initial parameters are not written.
+TEST(LoopExec, ScanUpdatingItsCarryInPlaceMatchesAPlainLoop) {
+  Program p = trace(
+      [](Value w0, Value xs) {
+        auto [carry, ys] = scan(
+            [](const Tree& k, const Tree& x) {
+              Value w = k.value();
+              Value g = matmul(transpose(x.value(), {1, 0}), tanh(matmul(x.value(), w)));
+              return std::pair<Tree, Tree>(Tree(w - g * 0.05), Tree());
+            },
+            Tree(w0), Tree(xs));
+        return carry.value();
+      },
+      {f64t({6, 3}), f64t({7, 5, 6})});
+  std::vector<Array> args = random_inputs(p, 41);
+  const Array w_before = random_inputs(p, 41)[0];  // the same draw, never given to the program
+  const Array got = compile(p).run(args)[0];
+  std::vector<double> w(args[0].data<double>(), args[0].data<double>() + 18);
+  const double* xs = args[1].data<double>();
+  for (int t = 0; t < 7; ++t) {
+    const double* x = xs + t * 30;
+    std::vector<double> h(15, 0.0), g(18, 0.0);
+    for (int r = 0; r < 5; ++r)
+      for (int c = 0; c < 3; ++c) {
+        for (int i = 0; i < 6; ++i) h[r * 3 + c] += x[r * 6 + i] * w[i * 3 + c];
+        h[r * 3 + c] = std::tanh(h[r * 3 + c]);
+      }
+    for (int i = 0; i < 6; ++i)
+      for (int c = 0; c < 3; ++c)
+        for (int r = 0; r < 5; ++r) g[i * 3 + c] += x[r * 6 + i] * h[r * 3 + c];
+    for (int k = 0; k < 18; ++k) w[k] -= g[k] * 0.05;
+  }
+  EXPECT_TRUE(ArrayNear(got, w, 1e-12, 1e-12));
+  EXPECT_TRUE(args[0].bitwise_equal(w_before));
+}
+
 TEST(LoopExec, ScanOfLengthZeroReturnsTheInitialCarry) {
   Program p = scan_program(0, false);
   std::vector<Array> args = random_inputs(p, 3);

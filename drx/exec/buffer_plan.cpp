@@ -210,6 +210,39 @@ void plan_discards(Plan& plan, std::vector<EqnChoice>& eqns, const std::vector<i
   }
 }
 
+// Whether the kernel of eqns[at] may write its result over input variable `in` while reading
+// it: an elementwise kernel reads each element before writing it; an Alias::first kernel (a
+// product accumulating into its first operand) when `in` is that operand and no other.
+bool writes_over_safely(const EqnChoice& c, int in, const std::vector<int>& root) {
+  if (c.fallback) return false;
+  if (c.alias == Alias::elementwise) return true;
+  if (c.alias != Alias::first || c.reads.empty() || root[at(c.reads[0])] != in) return false;
+  for (size_t k = 1; k < c.reads.size(); ++k)
+    if (root[at(c.reads[k])] == in) return false;
+  return true;
+}
+
+void plan_in_place_outputs(Plan& plan, const std::vector<EqnChoice>& eqns, const Liveness& l,
+                           const std::vector<int>& root, const std::vector<int>& end) {
+  const Program& p = plan.program;
+  plan.output_may_overwrite.assign(p.outputs.size(), {});
+  for (size_t k = 0; k < p.outputs.size(); ++k) {
+    const int o = p.outputs[k];
+    const int def = l.def[at(o)];
+    if (def < 0 || plan.vars[at(o)].storage != Storage::output ||
+        std::count(p.outputs.begin(), p.outputs.end(), o) != 1)
+      continue;
+    for (size_t j = 0; j < p.inputs.size(); ++j) {
+      const int in = p.inputs[j];
+      if (plan.vars[at(in)].nbytes != plan.vars[at(o)].nbytes || l.is_output[at(in)]) continue;
+      // A view of the input that is an output is copied out at its own equation, a read.
+      const int last = end[at(in)];
+      if (last < def || (last == def && writes_over_safely(eqns[at(def)], in, root)))
+        plan.output_may_overwrite[k].push_back(static_cast<int>(j));
+    }
+  }
+}
+
 }  // namespace
 
 void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
@@ -224,6 +257,7 @@ void plan_buffers(Plan& plan, std::vector<EqnChoice>& eqns) {
   plan.stats.buffers = plan.buffer_vars.size();
   plan_releases(plan, eqns, l);
   plan_discards(plan, eqns, root, end, num_eqns);
+  plan_in_place_outputs(plan, eqns, l, root, end);
 }
 
 }  // namespace drx::exec

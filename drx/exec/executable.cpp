@@ -397,6 +397,12 @@ std::vector<Array> Executable::run(const std::vector<Array>& args) const {
   return compiled_->run(args);
 }
 
+bool Executable::output_may_overwrite_input(size_t k, size_t j) const {
+  if (!plan_ || k >= plan_->output_may_overwrite.size()) return false;
+  const std::vector<int>& js = plan_->output_may_overwrite[k];
+  return std::find(js.begin(), js.end(), static_cast<int>(j)) != js.end();
+}
+
 void Executable::run_raw(const void* const* ins, void* const* outs) const {
   if (!plan_) throw Error("Executable::run_raw: only the cpu backend runs on raw buffers");
   exec::run_raw(*plan_, ins, outs);

@@ -95,6 +95,9 @@ class Executable {
   // ins[i] holds input i (read only), outs[k] receives output k. No checks:
   // map_fn bodies call this once per client.
   void run_raw(const void* const* ins, void* const* outs) const;
+  // cpu backend only: whether run_raw may be given one buffer as output k and input j (the
+  // output written over the input it replaces: a loop's carry). False for other backends.
+  bool output_may_overwrite_input(size_t k, size_t j) const;
 
   // Gives the pages of large workspace buffers not in use by a call back to the
   // system. Loops do not call it on their bodies: a body's buffers stay resident

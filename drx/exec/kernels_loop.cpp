@@ -95,6 +95,8 @@ class ScanKernel : public Kernel {
                                 e.outs.begin() + static_cast<std::ptrdiff_t>(num_carry)),
                cx),
         body_(std::move(body)) {
+    for (size_t k = 0; k < num_carry; ++k)
+      in_place_.push_back(body_.output_may_overwrite_input(k, num_consts + k));
     for (size_t k = num_consts + num_carry; k < ins_.size(); ++k)
       x_slice_.push_back(slice_bytes(cx.var(ins_[k]), length));
     for (size_t k = num_carry; k < outs_.size(); ++k)
@@ -114,12 +116,20 @@ class ScanKernel : public Kernel {
     for (size_t j = 0; j < xs.size(); ++j)
       xs[j] = static_cast<const std::byte*>(f.in(ins_[nc + nk + j]));
     Scratch scratch(carry_);
+    // A carry the body may write over its own input (an optimiser step's parameters) lives in
+    // the results from the start; the others alternate between the results and the scratch.
+    for (size_t k = 0; k < nk; ++k)
+      if (in_place_[k]) {
+        if (final_carry[k] != in[nc + k] && carry_.bytes(k))
+          std::memcpy(final_carry[k], in[nc + k], carry_.bytes(k));
+        in[nc + k] = final_carry[k];
+      }
     for (int64_t i = 0; i < length_; ++i) {
       const size_t t = static_cast<size_t>(reverse_ ? length_ - 1 - i : i);
       // Iterations alternate destinations, so the last one (i = length - 1) writes the results.
       const bool to_results = (length_ - 1 - i) % 2 == 0;
       for (size_t k = 0; k < nk; ++k)
-        out[k] = to_results ? final_carry[k] : carry_.at(scratch.get(), k);
+        out[k] = to_results || in_place_[k] ? final_carry[k] : carry_.at(scratch.get(), k);
       for (size_t j = 0; j < xs.size(); ++j) in[nc + nk + j] = xs[j] + t * x_slice_[j];
       for (size_t j = 0; j < ys.size(); ++j) out[nk + j] = ys[j] + t * y_slice_[j];
       body_.run_raw(in.data(), out.data());
@@ -140,6 +150,7 @@ class ScanKernel : public Kernel {
   CarryLayout carry_;
   std::vector<size_t> x_slice_, y_slice_;
   Executable body_;
+  std::vector<bool> in_place_;  // per carry: the body may write it over its input
 };
 
 bool leading_is(const VarInfo& v, int64_t length) {

@@ -149,6 +149,11 @@ struct Plan {
   std::vector<int> buffer_vars;    // for each pooled buffer, a variable of its type
   std::vector<int> transient;      // variables whose holds are dropped after a call
   std::vector<int> output_first;   // for each program output, its first output index
+  // For each program output k, the inputs j whose buffer run_raw may be given as output k's
+  // (outs[k] == ins[j]): every read of input j is done by the time output k is written, or
+  // is made by the kernel writing it elementwise (plan_buffers). A loop keeps such a carry in
+  // one buffer instead of copying it between two each iteration.
+  std::vector<std::vector<int>> output_may_overwrite;
   ExecStats stats;
 
   // Free workspaces; run() borrows one per call.
