@@ -101,7 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   int64_t input_elements = 0;
-  for (int v : program.inputs) input_elements += drx::fuzz::capped_elements(program.type_of(v).shape, kLimits);
+  for (int v : program.inputs)
+    input_elements += drx::fuzz::capped_elements(program.type_of(v).shape, kLimits);
   if (input_elements > kMaxElements || drx::fuzz::program_cost(program, kLimits) < 0) {
     note("too large to run");
     return 0;

@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "drx/drx.h"
-#include "fuzz/program_cost.h"
 #include "drx/exec/executable.h"
 #include "drx/stablehlo/import.h"
 #include "drx/stablehlo/mlir_ast.h"
+#include "fuzz/program_cost.h"
 
 namespace {
 

@@ -235,7 +235,8 @@ TEST(DrxHeader, RandomNumbers) {
 
 // StableHLO in, as the README shows it.
 TEST(DrxHeader, FromStablehloAndGrad) {
-  drx::Program p = drx::from_stablehlo(R"(func.func public @main(%x: tensor<3xf64>) -> tensor<3xf64> {
+  drx::Program p =
+      drx::from_stablehlo(R"(func.func public @main(%x: tensor<3xf64>) -> tensor<3xf64> {
     %0 = stablehlo.multiply %x, %x : tensor<3xf64>
     return %0 : tensor<3xf64>
   })");

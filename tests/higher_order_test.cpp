@@ -10,8 +10,10 @@ namespace {
 Tree mlp_params(int layers, int width, uint64_t seed) {
   std::vector<std::pair<std::string, Tree>> items;
   for (int l = 0; l < layers; ++l) {
-    items.emplace_back("w" + std::to_string(l), Tree(random_array({width, width}, f64, seed + l, -0.6, 0.6)));
-    items.emplace_back("b" + std::to_string(l), Tree(random_array({width}, f64, seed + 50 + l, -0.1, 0.1)));
+    items.emplace_back("w" + std::to_string(l),
+                       Tree(random_array({width, width}, f64, seed + l, -0.6, 0.6)));
+    items.emplace_back("b" + std::to_string(l),
+                       Tree(random_array({width}, f64, seed + 50 + l, -0.1, 0.1)));
   }
   return Tree::dict(items);
 }
@@ -31,7 +33,8 @@ Tree axpy(double alpha, const Tree& x, const Tree& y) {
   for (size_t i = 0; i < lx.size(); ++i) {
     Array r(f64, lx[i].array().shape());
     for (int64_t k = 0; k < r.size(); ++k)
-      r.data<double>()[k] = alpha * lx[i].array().element_as_double(k) + ly[i].array().element_as_double(k);
+      r.data<double>()[k] =
+          alpha * lx[i].array().element_as_double(k) + ly[i].array().element_as_double(k);
     out.emplace_back(r);
   }
   return tree_unflatten(x, out);
@@ -68,7 +71,8 @@ TEST(HigherOrder, HessianVectorProductsAgree) {
   for (size_t i = 0; i < l1.size(); ++i) {
     std::vector<double> fd;
     for (int64_t k = 0; k < lp[i].array().size(); ++k)
-      fd.push_back((lp[i].array().element_as_double(k) - lm[i].array().element_as_double(k)) / (2 * h));
+      fd.push_back((lp[i].array().element_as_double(k) - lm[i].array().element_as_double(k)) /
+                   (2 * h));
     EXPECT_TRUE(ArrayNear(l1[i].array(), fd, 1e-6, 1e-7)) << "jvp of grad, leaf " << i;
     EXPECT_TRUE(ArrayNear(l2[i].array(), to_doubles(l1[i].array()), 1e-10, 1e-12))
         << "grad of grad, leaf " << i;
@@ -82,8 +86,8 @@ TEST(HigherOrder, GradOfGradOfScalarFunction) {
   auto d3 = jit(grad(grad(grad(f))));
   for (double x : {-1.3, 0.2, 2.0}) {
     double want2 = 6 * x * std::sin(x) + 6 * x * x * std::cos(x) - x * x * x * std::sin(x);
-    double want3 = 6 * std::sin(x) + 18 * x * std::cos(x) - 9 * x * x * std::sin(x) -
-                   x * x * x * std::cos(x);
+    double want3 =
+        6 * std::sin(x) + 18 * x * std::cos(x) - 9 * x * x * std::sin(x) - x * x * x * std::cos(x);
     EXPECT_NEAR(d2(Array::scalar(x)).item<double>(), want2, 1e-12);
     EXPECT_NEAR(d3(Array::scalar(x)).item<double>(), want3, 1e-11);
   }
@@ -97,7 +101,8 @@ TEST(HigherOrder, VmapOfGradEqualsPerExampleGrads) {
   ASSERT_EQ(g.shape(), (Shape{4, 3, 2}));
   auto single = jit(grad(loss));
   for (int64_t b = 0; b < 4; ++b)
-    EXPECT_TRUE(ArrayNear(slice_axis(g, 0, b), to_doubles(single(w, slice_axis(xs, 0, b))), 1e-12, 1e-12));
+    EXPECT_TRUE(
+        ArrayNear(slice_axis(g, 0, b), to_doubles(single(w, slice_axis(xs, 0, b))), 1e-12, 1e-12));
 }
 
 TEST(HigherOrder, NestedVmapAndJitOfVmapOfGrad) {
@@ -181,7 +186,8 @@ int gradient_equation_count(int layers) {
 }
 
 TEST(HigherOrder, GradientProgramGrowsLinearlyWithDepth) {
-  int e2 = gradient_equation_count(2), e4 = gradient_equation_count(4), e8 = gradient_equation_count(8);
+  int e2 = gradient_equation_count(2), e4 = gradient_equation_count(4),
+      e8 = gradient_equation_count(8);
   std::printf("value_and_grad(MLP) equations after simplification: L=2: %d, L=4: %d, L=8: %d\n", e2,
               e4, e8);
   int per_layer = (e4 - e2) / 2;

@@ -26,7 +26,8 @@ Array slice_axis(const Array& a, int64_t axis, int64_t b) {
   auto* src = static_cast<const std::byte*>(a.raw());
   for (int64_t o = 0; o < outer; ++o)
     std::memcpy(dst + static_cast<size_t>(o * inner) * es,
-                src + static_cast<size_t>((o * n + b) * inner) * es, static_cast<size_t>(inner) * es);
+                src + static_cast<size_t>((o * n + b) * inner) * es,
+                static_cast<size_t>(inner) * es);
   return out;
 }
 
@@ -102,8 +103,8 @@ double dot(const Array& a, const Array& b) {
   for (size_t i = 0; i < n; ++i) rhs += dot(jtu[i], vs[i]);
   if (std::abs(lhs - rhs) <= rtol * std::max(1.0, std::abs(lhs)))
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << c.name << ": <u, J v> = " << lhs
-                                       << " but <J^T u, v> = " << rhs;
+  return ::testing::AssertionFailure()
+         << c.name << ": <u, J v> = " << lhs << " but <J^T u, v> = " << rhs;
 }
 
 ::testing::AssertionResult VmapMatchesLoop(const OpCase& c, uint64_t seed, int64_t axis) {
@@ -115,8 +116,8 @@ double dot(const Array& a, const Array& b) {
   }
   std::vector<Array> xs = random_inputs(stacked_shapes, seed, c.lo, c.hi);
   ListFn f = c.f;
-  std::vector<Array> out = jit(vmap([f](std::vector<Value> v) { return std::vector<Value>{f(v)}; },
-                                    {axis}, {axis}))(xs);
+  std::vector<Array> out =
+      jit(vmap([f](std::vector<Value> v) { return std::vector<Value>{f(v)}; }, {axis}, {axis}))(xs);
   auto fj = jit([f](std::vector<Value> v) { return f(v); });
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<Array> slice;
@@ -124,8 +125,9 @@ double dot(const Array& a, const Array& b) {
     Array want = fj(slice);
     Array got = slice_axis(out[0], axis, b);
     if (got.shape() != want.shape())
-      return ::testing::AssertionFailure() << c.name << ": vmap slice shape " << shape_str(got.shape())
-                                           << " vs loop " << shape_str(want.shape());
+      return ::testing::AssertionFailure()
+             << c.name << ": vmap slice shape " << shape_str(got.shape()) << " vs loop "
+             << shape_str(want.shape());
     auto r = ArrayNear(got, to_doubles(want), 1e-12, 1e-12);
     if (!r) return ::testing::AssertionFailure() << c.name << " batch " << b << ": " << r.message();
   }

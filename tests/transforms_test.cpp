@@ -40,9 +40,11 @@ std::vector<OpCase> binary_cases() {
       {"pow", [](const V& x) { return pow(x[0], x[1]); }, {{2, 3}, {2, 3}}, 0.5, 2},
       {"maximum", [](const V& x) { return maximum(x[0], x[1] + 3.0); }, {{5}, {5}}},
       {"minimum", [](const V& x) { return minimum(x[0], x[1] + 3.0); }, {{5}, {5}}},
-      {"where", [](const V& x) { return where(greater(x[0], x[1]), x[0] * x[1], x[0] - x[1]); },
+      {"where",
+       [](const V& x) { return where(greater(x[0], x[1]), x[0] * x[1], x[0] - x[1]); },
        {{2, 3}, {2, 3}}},
-      {"scalar_ops", [](const V& x) { return (1.0 - x[0]) / 2.0 + 3.0 * x[0] - x[0] / (x[0] + 2.0); },
+      {"scalar_ops",
+       [](const V& x) { return (1.0 - x[0]) / 2.0 + 3.0 * x[0] - x[0] / (x[0] + 2.0); },
        {{3}}},
   };
 }
@@ -50,7 +52,11 @@ std::vector<OpCase> binary_cases() {
 std::vector<OpCase> reduction_and_linalg_cases() {
   return {
       {"sum_all", [](const V& x) { return sum(x[0]); }, {{2, 3}}},
-      {"sum_axes", [](const V& x) { return sum(x[0], {0, 2}); }, {{2, 3, 2}}},
+      {"sum_axes",
+       [](const V& x) {
+         return sum(x[0], {0, 2});
+       },
+       {{2, 3, 2}}},
       {"sum_keepdims", [](const V& x) { return sum(x[0], {-1}, true) * x[0]; }, {{2, 3}}},
       {"mean", [](const V& x) { return mean(x[0], {1}); }, {{2, 3}}},
       {"max", [](const V& x) { return max(x[0], {1}); }, {{2, 3}}},
@@ -58,7 +64,9 @@ std::vector<OpCase> reduction_and_linalg_cases() {
       {"matmul", [](const V& x) { return matmul(x[0], x[1]); }, {{2, 3}, {3, 4}}},
       {"matmul_batched", [](const V& x) { return matmul(x[0], x[1]); }, {{2, 2, 3}, {2, 3, 2}}},
       {"dot_general",
-       [](const V& x) { return dot_general(x[0], x[1], {{1}, {0}, {2}, {2}}); },
+       [](const V& x) {
+         return dot_general(x[0], x[1], {{1}, {0}, {2}, {2}});
+       },
        {{2, 3, 2}, {3, 4, 2}}},
       {"logsumexp", [](const V& x) { return logsumexp(x[0], {1}); }, {{2, 3}}},
       {"softmax", [](const V& x) { return softmax(x[0], -1); }, {{2, 3}}},
@@ -69,16 +77,36 @@ std::vector<OpCase> reduction_and_linalg_cases() {
 std::vector<OpCase> shape_cases() {
   Array idx = Array::from_vector<int32_t>({2, 0, 2, 1}, {2, 2});
   return {
-      {"reshape", [](const V& x) { return reshape(x[0], {3, 2}) * 2.0; }, {{2, 3}}},
-      {"transpose", [](const V& x) { return transpose(x[0], {2, 0, 1}); }, {{2, 3, 2}}},
-      {"broadcast_to", [](const V& x) { return broadcast_to(x[0], {2, 3, 2}); }, {{3, 1}}},
+      {"reshape",
+       [](const V& x) {
+         return reshape(x[0], {3, 2}) * 2.0;
+       },
+       {{2, 3}}},
+      {"transpose",
+       [](const V& x) {
+         return transpose(x[0], {2, 0, 1});
+       },
+       {{2, 3, 2}}},
+      {"broadcast_to",
+       [](const V& x) {
+         return broadcast_to(x[0], {2, 3, 2});
+       },
+       {{3, 1}}},
       {"expand_squeeze", [](const V& x) { return squeeze(expand_dims(x[0], 1), 1) * x[0]; }, {{3}}},
-      {"concatenate", [](const V& x) { return concatenate({x[0], x[1], x[0]}, 1); },
+      {"concatenate",
+       [](const V& x) {
+         return concatenate({x[0], x[1], x[0]}, 1);
+       },
        {{2, 1}, {2, 3}}},
-      {"slice", [](const V& x) { return slice(x[0], {1, 0}, {3, 2}); }, {{3, 3}}},
+      {"slice",
+       [](const V& x) {
+         return slice(x[0], {1, 0}, {3, 2});
+       },
+       {{3, 3}}},
       {"take", [idx](const V& x) { return take(x[0], constant(idx), 1); }, {{2, 3}}},
       {"scatter_add",
-       [idx](const V& x) { return scatter_add(x[0], constant(idx), x[1], 0); }, {{3, 2}, {2, 2, 2}}},
+       [idx](const V& x) { return scatter_add(x[0], constant(idx), x[1], 0); },
+       {{3, 2}, {2, 2, 2}}},
   };
 }
 

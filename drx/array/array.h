@@ -14,7 +14,7 @@ namespace drx {
 // arrays they have just created).
 class Array {
  public:
-  Array();  // an f32 scalar 0
+  Array();                          // an f32 scalar 0
   Array(DType dtype, Shape shape);  // zero-initialised
 
   template <class T>

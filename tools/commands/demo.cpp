@@ -9,14 +9,11 @@ namespace drx::tool {
 
 // A tour in one screen: trace a small function, show its IR, run it compiled.
 int demo_command(const Args& args, std::ostream& out, std::ostream&) {
-  if (!args.empty())
-    throw UsageError("demo: takes no arguments, got '" + args[0] + "'");
+  if (!args.empty()) throw UsageError("demo: takes no arguments, got '" + args[0] + "'");
 
   auto f = [](Value x, Value w) { return sum(tanh(matmul(x, w))); };
-  Array x =
-      Array::from_vector<float>({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {2, 3});
-  Array w = Array::from_vector<float>({1.0f, -1.0f, 0.5f, -0.5f, 0.25f, 2.0f},
-                                      {3, 2});
+  Array x = Array::from_vector<float>({0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}, {2, 3});
+  Array w = Array::from_vector<float>({1.0f, -1.0f, 0.5f, -0.5f, 0.25f, 2.0f}, {3, 2});
 
   out << "# f(x, w) = sum(tanh(matmul(x, w))), traced on f32[2,3] and "
          "f32[3,2]:\n";
@@ -32,4 +29,4 @@ int demo_command(const Args& args, std::ostream& out, std::ostream&) {
   return 0;
 }
 
-} // namespace drx::tool
+}  // namespace drx::tool
