@@ -23,7 +23,7 @@
 #define DRX_SANITIZED 1
 #endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(DRX_SANITIZED)
-#define DRX_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#define DRX_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DRX_VECTOR_CLONES
 #endif
@@ -142,9 +142,10 @@ class ScalarKernel {
       for (int b = 0; b < 2; ++b) loops_[index<T>()][a][b] = reinterpret_cast<Erased>(l.at[a][b]);
   }
 
-  // Each loop is compiled for AVX2 as well as for baseline x86-64 and the CPU picks (the
-  // ifunc of target_clones): the same IEEE operations per element in either, only more of
-  // them per instruction, so results are bitwise the same on every machine.
+  // Each loop is compiled for AVX-512 and AVX2 as well as for baseline x86-64 and the CPU
+  // picks (the ifunc of target_clones): the same IEEE operations per element in each (no FMA
+  // contraction: -ffp-contract=off), only more of them per instruction, so results are
+  // bitwise the same on every machine.
   template <class T, class F, int SA>
   DRX_VECTOR_CLONES static void unary_block(const T* a, const T*, T* y, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] = F{}(a[j * SA]);
