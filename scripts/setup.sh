@@ -12,6 +12,7 @@ PACKAGES=(
   libgmock-dev
   libbenchmark-dev      # bench/
   libopenblas-dev       # dense linear algebra (dot_general kernels)
+  libdnnl-dev           # oneDNN: bf16 products (AVX512-BF16, AMX)
   zlib1g-dev            # reading .gz datasets
   clang-format          # style check of the sources
   python3

@@ -241,6 +241,9 @@ TEST(StablehloExportNumeric, GenericFormsParseWithMlirOpt) {
     programs.push_back(trace([](Value x) { return cumsum(x, 1, true); }, {Type(d, {2, 5})}));
   }
   programs.push_back(trace([](Value x) { return cumsum(x, 0); }, {Type(DType::i32, {4})}));
+  // A bf16 product with an f32 result states its algorithm (#stablehlo.dot_algorithm).
+  programs.push_back(trace([](Value a, Value b) { return matmul(a, b, DType::f32); },
+                           {Type(DType::bf16, {2, 3}), Type(DType::bf16, {3, 4})}));
   const fs::path dir = fs::temp_directory_path() / ("drx_mlir_num_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   int n = 0;

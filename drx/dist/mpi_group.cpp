@@ -246,7 +246,8 @@ void MpiGroup::check_same(const std::string& what, const std::string& fingerprin
                   ", rank " + std::to_string(q) + " has " + all[static_cast<size_t>(q)] +
                   "; every process must call the same program with the same global argument "
                   "types (placed arguments: the whole placement's shape, see "
-                  "drx::dist::place_rows)");
+                  "drx::dist::place_rows), and compute bf16 products with the same kernel "
+                  "(hosts whose CPUs differ round them differently)");
 }
 
 }  // namespace drx::dist

@@ -185,14 +185,6 @@ void drop_dead(const Program& p, std::vector<EqnChoice>& choices) {
   }
 }
 
-bool touches_half_precision(const Eqn& e, const std::vector<VarInfo>& vars) {
-  for (int v : e.ins)
-    if (is_storage_format(vars[static_cast<size_t>(v)].dtype)) return true;
-  for (int v : e.outs)
-    if (is_storage_format(vars[static_cast<size_t>(v)].dtype)) return true;
-  return false;
-}
-
 std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
                             const CompileOptions& options) {
   auto plan = std::make_shared<Plan>();
@@ -236,11 +228,7 @@ std::shared_ptr<Plan> build(const Program& program, const Mesh& mesh,
       c.live = false;
       continue;
     }
-    // bf16/f16 and narrow-integer equations run as the reference does
-    // (Primitive::evaluate, widened): the compiled kernels are written for the
-    // arithmetic dtypes.
-    std::optional<KernelSpec> spec;
-    if (!touches_half_precision(e, plan->vars)) spec = select_kernel(e, cx);
+    std::optional<KernelSpec> spec = select_kernel(e, cx);
     if (spec) {
       kernels[i] = std::move(spec->kernel);
       c.alias = spec->alias;

@@ -25,9 +25,24 @@ const KernelTable& table() {
   return t;
 }
 
+bool touches_storage_format(const Eqn& e, const CompileContext& cx) {
+  for (int v : e.ins)
+    if (is_storage_format(cx.var(v).dtype)) return true;
+  for (int v : e.outs)
+    if (is_storage_format(cx.var(v).dtype)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx) {
+  // bf16/f16 and narrow-integer equations run as the reference does
+  // (Primitive::evaluate, widened), but for the kernels written for them: the
+  // others are written for the arithmetic dtypes.
+  if (touches_storage_format(e, cx)) {
+    if (e.prim == &prims::dot_general()) return bf16_dot_general(e, cx);
+    return std::nullopt;
+  }
   if (e.prim->scalar_kernel()) return elementwise_kernel(e, cx);
   if (e.prim->reduction()) return reduction_kernel(e, cx);
   auto it = table().find(e.prim);

@@ -193,7 +193,8 @@ Tree JitCache::call_compiled(const std::vector<Tree>& args) {
     options.backend = options_.backend;
     options.precision = options_.precision;
     made->executable = compile(made->program, options);
-    made->signature = hex(fingerprint(shared_key)) + hex(fingerprint(to_string(made->program)));
+    made->signature = hex(fingerprint(shared_key)) + hex(fingerprint(to_string(made->program))) +
+                      " " + kernel_fingerprint(made->program);
     return made;
   });
   {

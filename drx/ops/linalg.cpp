@@ -3,6 +3,7 @@
 #include <numeric>
 #include <string>
 
+#include "drx/array/half.h"
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
 #include "drx/ops/dot_general_params.h"
@@ -103,8 +104,19 @@ class DotGeneralPrim : public Primitive {
                              ", rhs_batching_dimensions = " + list(d.rhs_batch) +
                              ", lhs_contracting_dimensions = " + list(d.lhs_contracting) +
                              ", rhs_contracting_dimensions = " + list(d.rhs_contracting) + ">";
-    em.set_results({em.emit1("stablehlo.dot_general", {em.operand(0), em.operand(1)},
-                             {{"dot_dimension_numbers", dims}}, em.result_type(0))});
+    MlirAttributes attrs{{"dot_dimension_numbers", dims}};
+    // A product of narrower operands with an f32 result states its algorithm, as JAX's
+    // preferred_element_type with precision=DEFAULT does not: f32 accumulation.
+    if (d.preferred_element_type) {
+      const std::string in(dtype_info(em.operand_type(0).dtype).mlir_name);
+      attrs.emplace_back("algorithm", "#stablehlo.dot_algorithm<lhs_precision_type = " + in +
+                                          ", rhs_precision_type = " + in +
+                                          ", accumulation_type = f32, lhs_component_count = 1, "
+                                          "rhs_component_count = 1, num_primitive_operations = 1, "
+                                          "allow_imprecise_accumulation = false>");
+    }
+    em.set_results({em.emit1("stablehlo.dot_general", {em.operand(0), em.operand(1)}, attrs,
+                             em.result_type(0))});
   }
 
   std::vector<Type> infer(const std::vector<Type>& ins, const Params& params) const override {
@@ -120,6 +132,10 @@ class DotGeneralPrim : public Primitive {
     };
     if (l.dtype != r.dtype) fail("operands must have the same dtype");
     if (l.dtype == DType::bool_) fail("bool operands are not numeric (convert with astype)");
+    if (d.preferred_element_type && !(is_half(l.dtype) && *d.preferred_element_type == DType::f32))
+      fail("preferred_element_type " + std::string(dtype_name(*d.preferred_element_type)) +
+           " is not supported for " + std::string(dtype_name(l.dtype)) +
+           " operands (expected f32 from bf16 or f16 operands)");
     if (d.lhs_contracting.size() != d.rhs_contracting.size())
       fail("expected as many lhs as rhs contracting dims");
     if (d.lhs_batch.size() != d.rhs_batch.size()) fail("expected as many lhs as rhs batch dims");
@@ -152,7 +168,7 @@ class DotGeneralPrim : public Primitive {
       out.push_back(l.shape[static_cast<size_t>(x)]);
     for (int64_t x : free_dims(r.ndim(), d.rhs_contracting, d.rhs_batch))
       out.push_back(r.shape[static_cast<size_t>(x)]);
-    return {Type(l.dtype, out, l.placement)};
+    return {Type(d.preferred_element_type.value_or(l.dtype), out, l.placement)};
   }
 
   // Reference: both operands are gathered into [B, M, K] and [B, K, N] order
@@ -213,8 +229,11 @@ class DotGeneralPrim : public Primitive {
                   const Params& params) const override {
     const Value &l = primals[0], &r = primals[1];
     if (!cotangents[0] || !is_floating(l.dtype())) return {std::nullopt, std::nullopt};
-    const DotGeneralParams d = DotGeneralParams::of(params);
-    const Value& g = *cotangents[0];
+    DotGeneralParams d = DotGeneralParams::of(params);
+    // With an f32 result from bf16 operands the cotangent is f32: it meets the
+    // other operand as a bf16 product, as in JAX, giving bf16 cotangents.
+    const Value g = d.preferred_element_type ? astype(*cotangents[0], l.dtype()) : *cotangents[0];
+    d.preferred_element_type.reset();
     return {transpose_lhs(g, l, r, d, false),
             transpose_lhs(
                 g, r, l,
@@ -235,24 +254,25 @@ class DotGeneralPrim : public Primitive {
       Dims lb = shift(d.lhs_batch), rb = shift(d.rhs_batch);
       lb.insert(lb.begin(), 0);
       rb.insert(rb.begin(), 0);
-      return {
-          {emit_dot(l.value, r.value,
-                    DotGeneralParams{shift(d.lhs_contracting), shift(d.rhs_contracting), lb, rb}),
-           true}};
+      return {{emit_dot(l.value, r.value,
+                        DotGeneralParams{shift(d.lhs_contracting), shift(d.rhs_contracting), lb, rb,
+                                         d.preferred_element_type}),
+               true}};
     }
     // One side batched: its batch axis is its first free dim, so it lands right
     // after the batch dims (lhs) or after all lhs free dims (rhs).
     const int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
     if (l.batched) {
-      Value y = emit_dot(l.value, r.value,
-                         DotGeneralParams{shift(d.lhs_contracting), d.rhs_contracting,
-                                          shift(d.lhs_batch), d.rhs_batch});
+      Value y =
+          emit_dot(l.value, r.value,
+                   DotGeneralParams{shift(d.lhs_contracting), d.rhs_contracting, shift(d.lhs_batch),
+                                    d.rhs_batch, d.preferred_element_type});
       return {{move_to_front(y, nb), true}};
     }
     int64_t lfree = l.value.ndim() - nb - static_cast<int64_t>(d.lhs_contracting.size());
     Value y = emit_dot(l.value, r.value,
                        DotGeneralParams{d.lhs_contracting, shift(d.rhs_contracting), d.lhs_batch,
-                                        shift(d.rhs_batch)});
+                                        shift(d.rhs_batch), d.preferred_element_type});
     return {{move_to_front(y, nb + lfree), true}};
   }
 
@@ -303,6 +323,11 @@ void check_dot_dtypes(const char* op, const Value& a, const Value& b, const char
                     "drx::astype(" + a_name + ", drx::f32)");
 }
 
+// A preferred type equal to the operands' is no preference.
+std::optional<DType> preferred(std::optional<DType> want, DType operands) {
+  return want == operands ? std::nullopt : want;
+}
+
 Dims normalize_dims(Dims dims, int64_t ndim) {
   for (int64_t& d : dims)
     if (d < 0 && d + ndim >= 0) d += ndim;
@@ -329,16 +354,22 @@ Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims) {
                   DotGeneralParams{normalize_dims(dims.lhs_contracting, lhs.ndim()),
                                    normalize_dims(dims.rhs_contracting, rhs.ndim()),
                                    normalize_dims(dims.lhs_batch, lhs.ndim()),
-                                   normalize_dims(dims.rhs_batch, rhs.ndim())});
+                                   normalize_dims(dims.rhs_batch, rhs.ndim()),
+                                   preferred(dims.preferred_element_type, lhs.dtype())});
 }
 
-DRX_PUBLIC_OP(
-    "matmul", "(a: Value, b: Value) -> Value",
-    "Matrix product, batched over equal leading dims; a 1-D operand is a vector (numpy.matmul).");
+DRX_PUBLIC_OP("matmul",
+              "(a: Value, b: Value) -> Value | "
+              "(a: Value, b: Value, preferred_element_type: DType) -> Value",
+              "Matrix product, batched over equal leading dims; a 1-D operand is a vector "
+              "(numpy.matmul); preferred_element_type f32 gives bf16 operands an f32 result.");
 // numpy.matmul semantics: the leading (batch) dims broadcast numpy-style via
 // broadcast_to, then one dot_general with those dims as batch dims. A 1-D
 // operand is a vector and its dim disappears from the result.
-Value matmul(const Value& a, const Value& b) {
+Value matmul(const Value& a, const Value& b) { return matmul(a, b, a.dtype()); }
+
+Value matmul(const Value& a, const Value& b, DType preferred_element_type) {
+  const std::optional<DType> p = preferred(preferred_element_type, a.dtype());
   auto fail = [&](const std::string& what) {
     throw TypeError("matmul: " + a.type().str() + " @ " + b.type().str() + ": " + what);
   };
@@ -350,11 +381,11 @@ Value matmul(const Value& a, const Value& b) {
     fail("a's last dim (" + std::to_string(ka) + ") differs from b's " +
          (b.ndim() == 1 ? "only" : "second-to-last") + " dim (" + std::to_string(kb) + ")");
   // With a vector operand the other operand's leading dims are just free dims.
-  if (a.ndim() == 1) return dot_general(a, b, {{0}, {b.ndim() == 1 ? 0 : b.ndim() - 2}, {}, {}});
-  if (b.ndim() == 1) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}});
+  if (a.ndim() == 1) return dot_general(a, b, {{0}, {b.ndim() == 1 ? 0 : b.ndim() - 2}, {}, {}, p});
+  if (b.ndim() == 1) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}, p});
   // A matrix b applies to every row of a: a's leading dims are free dims of one product (one
   // gemm over all of a's rows), not a batch over copies of b.
-  if (b.ndim() == 2) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}});
+  if (b.ndim() == 2) return dot_general(a, b, {{a.ndim() - 1}, {0}, {}, {}, p});
   Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   Shape batch(std::max(ba.size(), bb.size()), 1);
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -375,7 +406,7 @@ Value matmul(const Value& a, const Value& b) {
   const int64_t nb = static_cast<int64_t>(batch.size());
   Dims bdims(static_cast<size_t>(nb));
   std::iota(bdims.begin(), bdims.end(), 0);
-  return dot_general(ea, eb, {{nb + 1}, {nb}, bdims, bdims});
+  return dot_general(ea, eb, {{nb + 1}, {nb}, bdims, bdims, p});
 }
 
 }  // namespace drx

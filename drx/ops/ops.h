@@ -145,12 +145,18 @@ Value min(const Value& x, const std::vector<int64_t>& axes, bool keepdims = fals
 // ---- linear algebra ----------------------------------------------------
 struct DotDims {
   std::vector<int64_t> lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+  // The result's element type, where not the operands': f32 from bf16 (or
+  // f16) operands, accumulated in f32 and rounded once (JAX's
+  // preferred_element_type). Unset: the operands' type.
+  std::optional<DType> preferred_element_type = std::nullopt;
 };
 // Output dims: batch dims, then lhs free dims, then rhs free dims.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims);
 // 2-D matrix product, or batched over equal leading dims; a 1-D operand is a
 // vector (as numpy.matmul).
 Value matmul(const Value& a, const Value& b);
+// The same with the result in preferred_element_type (f32 from bf16 operands).
+Value matmul(const Value& a, const Value& b, DType preferred_element_type);
 
 // ---- shape -------------------------------------------------------------
 Value reshape(const Value& x, const Shape& shape);

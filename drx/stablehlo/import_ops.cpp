@@ -1,7 +1,9 @@
 // The region-free StableHLO ops, each as drx ops with the spec's semantics.
+#include <cctype>
 #include <map>
 
 #include "drx/array/error.h"
+#include "drx/array/half.h"
 #include "drx/ops/ops.h"
 #include "drx/stablehlo/import_internal.h"
 
@@ -203,6 +205,43 @@ std::vector<int64_t> dims_of(const Attribute& numbers, const char* key, const Op
   fail(op, std::string("dot_dimension_numbers lacks ") + key);
 }
 
+// The operand type a dot_algorithm computes in, for the algorithms drx runs: the result's own
+// type throughout (f32 x f32 -> f32, ...), and bf16 operands accumulated in f32.
+DType dot_algorithm_operands(const Attribute& algorithm, DType out, const Operation& op) {
+  // Generic form: #stablehlo.dot_algorithm<key = value, ...>, parsed; pretty form:
+  // <key = value, ...>, kept raw.
+  auto field = [&](const std::string& key) -> std::string {
+    for (const auto& [k, v] : algorithm.dict)
+      if (k == key) return v.text;
+    const std::string& raw = algorithm.text;
+    for (size_t at = raw.find(key); at != std::string::npos; at = raw.find(key, at + 1)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(raw[at - 1])) || raw[at - 1] == '_'))
+        continue;
+      size_t i = raw.find_first_not_of(' ', at + key.size());
+      if (i == std::string::npos || raw[i] != '=') continue;
+      i = raw.find_first_not_of(' ', i + 1);
+      const size_t end = raw.find_first_of(" ,>", i);
+      return raw.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    }
+    fail(op, "algorithm lacks " + key);
+  };
+  const std::string lhs = field("lhs_precision_type"), rhs = field("rhs_precision_type"),
+                    acc = field("accumulation_type");
+  const std::string own(dtype_info(out).mlir_name);
+  if (lhs == "bf16" && rhs == "bf16" && acc == "f32" && (out == DType::f32 || out == DType::bf16))
+    return DType::bf16;
+  // tf32 (GPUs' reduced f32), f32 and f64 products run at the result type's own precision, as
+  // the StableHLO interpreter runs them: no less precise than asked.
+  auto at_least_own = [&](const std::string& t) {
+    return t == own || t == "tf32" || t == "f32" || t == "f64";
+  };
+  if (at_least_own(lhs) && at_least_own(rhs) && at_least_own(acc)) return out;
+  fail(op, "algorithm with " + lhs + " x " + rhs + " operands and " + acc + " accumulation into " +
+               own +
+               " is not supported (expected bf16 x bf16 with f32 accumulation, or tf32, f32, f64 "
+               "or the result's own type throughout)");
+}
+
 Values dot_general_op(const Operation& op, const Values& in) {
   arity(op, in, 2);
   const Attribute& n = required(op, "dot_dimension_numbers");
@@ -213,9 +252,19 @@ Values dot_general_op(const Operation& op, const Values& in) {
   dims.rhs_contracting = dims_of(n, "rhs_contracting_dimensions", op);
   Value a = in[0], b = in[1];
   const DType out = result_dtype(op);
-  if (a.dtype() != out) a = astype(a, out);
-  if (b.dtype() != out) b = astype(b, out);
-  return {dot_general(a, b, dims)};
+  // JAX's bf16 products with f32 accumulation: an algorithm of bf16 operands and
+  // f32 accumulation (whatever the operands' type), or bf16 operands with an f32 result.
+  DType operands = out;
+  if (const Attribute* algorithm = find_attribute(op.attributes, "algorithm")) {
+    operands = dot_algorithm_operands(*algorithm, out, op);
+  } else if (a.dtype() == b.dtype() && is_half(a.dtype()) && out == DType::f32) {
+    operands = a.dtype();
+  }
+  if (a.dtype() != operands) a = astype(a, operands);
+  if (b.dtype() != operands) b = astype(b, operands);
+  if (operands != out && out == DType::f32) dims.preferred_element_type = out;
+  Value y = dot_general(a, b, dims);
+  return {y.dtype() == out ? y : astype(y, out)};
 }
 
 const std::map<std::string, Lowering>& table() {

@@ -1,0 +1,145 @@
+// dot_general with bf16 operands, accumulated in f32 and rounded once to the
+// result type: bf16 (the operands' type), or f32 where the equation asks for it
+// (preferred_element_type, as JAX writes bf16 products with f32 results).
+// Products run through oneDNN (onednn.h) where it has a native kernel for the
+// CPU, in drx's row blocks (gemm.h), each block one call on one thread, so the
+// bits do not depend on the thread or device count. Where it has none (a CPU
+// without AVX-512, or a build without oneDNN) drx's own loops run the same
+// programs: operands widened to f32, sgemm, results rounded once. The two
+// kernels round differently (their sums run in different orders); which one a
+// process uses is part of onednn::kernel_fingerprint().
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "drx/array/half.h"
+#include "drx/exec/executable.h"
+#include "drx/exec/gemm.h"
+#include "drx/exec/kernels.h"
+#include "drx/exec/onednn.h"
+#include "drx/ops/primitives.h"
+
+namespace drx::exec {
+namespace {
+
+class Bf16GemmKernel : public Kernel {
+ public:
+  Bf16GemmKernel(int a, int b, int c, Gemm g, DType out, bool map_body)
+      : a_(a), b_(b), c_(c), g_(g), out_(out), map_body_(map_body) {
+    if (!onednn::available() || g.m == 0 || g.n == 0 || g.k == 0) return;
+    try {
+      const int64_t full = full_rows();
+      full_ = matmul(full);
+      if (const int64_t tail = g.m % full) tail_ = matmul(tail);
+    } catch (const Error&) {  // a shape oneDNN refuses runs on drx's loops
+      full_.reset();
+      tail_.reset();
+    }
+    if (full_ && (!full_->native() || (tail_ && !tail_->native()))) {
+      full_.reset();
+      tail_.reset();
+    }
+  }
+
+  KernelKind kind() const override { return KernelKind::gemm; }
+
+  void run(Frame& f) const override {
+    const auto* a = f.in<uint16_t>(a_);
+    const auto* b = f.in<uint16_t>(b_);
+    void* c = f.out(c_);
+    const size_t out_size = dtype_size(out_);
+    const int64_t size = g_.batch * g_.m * g_.n;
+    if (size == 0) return;
+    if (g_.k == 0) {
+      std::fill_n(static_cast<unsigned char*>(c), static_cast<size_t>(size) * out_size, 0);
+      return;
+    }
+    if (!full_) return run_widened(a, b, c);
+    for_row_blocks(g_, map_body_, [&](int64_t i, int64_t r0, int64_t r1) {
+      const uint16_t* ai = a + i * g_.m * g_.k + (g_.trans_a ? r0 : r0 * g_.k);
+      const uint16_t* bi = b + i * g_.k * g_.n;
+      auto* ci = static_cast<unsigned char*>(c) +
+                 static_cast<size_t>(i * g_.m * g_.n + r0 * g_.n) * out_size;
+      (r1 - r0 == full_rows() ? *full_ : *tail_).run(ai, bi, ci);
+    });
+  }
+
+ private:
+  int64_t full_rows() const { return map_body_ ? g_.m : std::min(g_.m, kRowBlock); }
+
+  std::unique_ptr<onednn::Matmul> matmul(int64_t rows) const {
+    onednn::MatmulShape s;
+    s.m = rows;
+    s.n = g_.n;
+    s.k = g_.k;
+    s.lda = g_.trans_a ? g_.m : g_.k;
+    s.ldb = g_.trans_b ? g_.k : g_.n;
+    s.ldc = g_.n;
+    s.trans_a = g_.trans_a;
+    s.trans_b = g_.trans_b;
+    s.out = out_;
+    return std::make_unique<onednn::Matmul>(s);
+  }
+
+  // drx's own loops: exact widening, f32 products in the same row blocks, one rounding.
+  void run_widened(const uint16_t* a, const uint16_t* b, void* c) const {
+    auto widen = [](const uint16_t* x, int64_t n) {
+      std::vector<float> w(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(j)] = bf16_to_float(x[j]);
+      return w;
+    };
+    const std::vector<float> a32 = widen(a, g_.batch * g_.m * g_.k);
+    const std::vector<float> b32 = widen(b, g_.batch * g_.k * g_.n);
+    const int64_t size = g_.batch * g_.m * g_.n;
+    if (out_ == DType::f32) {
+      gemm_all<float>(g_, a32.data(), b32.data(), static_cast<float*>(c), 1, 0, map_body_);
+      return;
+    }
+    std::vector<float> c32(static_cast<size_t>(size));
+    gemm_all<float>(g_, a32.data(), b32.data(), c32.data(), 1, 0, map_body_);
+    auto* out = static_cast<uint16_t*>(c);
+    for (int64_t j = 0; j < size; ++j) out[j] = float_to_bf16(c32[static_cast<size_t>(j)]);
+  }
+
+  int a_, b_, c_;
+  Gemm g_;
+  DType out_;
+  bool map_body_;
+  std::unique_ptr<onednn::Matmul> full_, tail_;
+};
+
+}  // namespace
+
+std::optional<KernelSpec> bf16_dot_general(const Eqn& e, const CompileContext& cx) {
+  const VarInfo &l = cx.var(e.ins[0]), &r = cx.var(e.ins[1]);
+  const DType out = cx.var(e.outs[0]).dtype;
+  if (l.dtype != DType::bf16 || r.dtype != DType::bf16) return std::nullopt;
+  if (out != DType::bf16 && out != DType::f32) return std::nullopt;
+  std::optional<Gemm> g = gemm_layout(e, l.shape, r.shape);
+  if (!g) return std::nullopt;
+  return spec<Bf16GemmKernel>(Alias::none, e.ins[0], e.ins[1], e.outs[0], *g, out,
+                              cx.options.map_body);
+}
+
+}  // namespace drx::exec
+
+namespace drx {
+namespace {
+
+bool has_bf16_product(const Program& p) {
+  for (const Eqn& e : p.eqns) {
+    if (e.prim == &prims::dot_general() && p.type_of(e.ins[0]).dtype == DType::bf16) return true;
+    for (const auto& [key, attr] : e.params.items())
+      if (const auto* sub = std::get_if<std::shared_ptr<const Program>>(&attr))
+        if (*sub && has_bf16_product(**sub)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string kernel_fingerprint(const Program& program) {
+  return has_bf16_product(program) ? "bf16 products: " + exec::onednn::kernel_fingerprint() : "";
+}
+
+}  // namespace drx

@@ -1,0 +1,169 @@
+#include "drx/exec/onednn.h"
+
+#include "drx/array/error.h"
+
+#if DRX_HAVE_ONEDNN
+#include <omp.h>
+
+#include <dnnl.hpp>
+#include <mutex>
+#include <vector>
+#endif
+
+namespace drx::exec::onednn {
+
+#if DRX_HAVE_ONEDNN
+namespace {
+
+// oneDNN runs a primitive on as many OpenMP threads as the creating thread's
+// nthreads-var allows: one, on every thread drx creates or runs one on.
+void one_thread_here() {
+  thread_local const bool set = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)set;
+}
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e = [] {
+    one_thread_here();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return e;
+}
+
+std::string isa_name(dnnl::cpu_isa isa) {
+  using I = dnnl::cpu_isa;
+  switch (isa) {
+    case I::sse41:
+      return "sse41";
+    case I::avx:
+      return "avx";
+    case I::avx2:
+      return "avx2";
+    case I::avx2_vnni:
+      return "avx2_vnni";
+    case I::avx512_mic:
+      return "avx512_mic";
+    case I::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case I::avx512_core:
+      return "avx512_core";
+    case I::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case I::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case I::avx512_core_amx:
+      return "avx512_core_amx";
+    case I::all:
+      return "all";
+  }
+  return "isa" + std::to_string(static_cast<int>(isa));
+}
+
+dnnl::memory::dims strides(bool transposed, int64_t ld) {
+  return transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
+}
+
+dnnl::memory::data_type data_type(DType d) {
+  if (d == DType::bf16) return dnnl::memory::data_type::bf16;
+  if (d == DType::f32) return dnnl::memory::data_type::f32;
+  throw Error("oneDNN matmul: result dtype " + std::string(dtype_name(d)) + " is not bf16 or f32");
+}
+
+}  // namespace
+
+struct Matmul::Impl {
+  dnnl::memory::desc a, b, c, scratch;
+  dnnl::matmul primitive;
+  std::string implementation;
+};
+
+Matmul::Matmul(const MatmulShape& s) {
+  if (s.accumulate && s.out != DType::f32)
+    throw Error("oneDNN matmul: accumulation into a " + std::string(dtype_name(s.out)) +
+                " result (expected an f32 result)");
+  one_thread_here();
+  using dt = dnnl::memory::data_type;
+  auto impl = std::make_shared<Impl>();
+  impl->a = dnnl::memory::desc({s.m, s.k}, dt::bf16, strides(s.trans_a, s.lda));
+  impl->b = dnnl::memory::desc({s.k, s.n}, dt::bf16, strides(s.trans_b, s.ldb));
+  impl->c = dnnl::memory::desc({s.m, s.n}, data_type(s.out), {s.ldc, 1});
+  dnnl::primitive_attr attr;
+  // Each call brings its own scratch space, so that threads may run one primitive at once.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (s.accumulate) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(impl->a, impl->b, impl->c), attr,
+                                    cpu_engine());
+    impl->scratch = pd.scratchpad_desc();
+    impl->implementation = pd.impl_info_str();
+    impl->primitive = dnnl::matmul(pd);
+  } catch (const dnnl::error& e) {
+    throw Error("oneDNN matmul: [" + std::to_string(s.m) + ", " + std::to_string(s.k) + "] x [" +
+                std::to_string(s.k) + ", " + std::to_string(s.n) + "] -> " +
+                std::string(dtype_name(s.out)) + " was refused: " + e.what());
+  }
+  impl_ = std::move(impl);
+}
+
+void Matmul::run(const void* a, const void* b, void* c) const {
+  one_thread_here();
+  thread_local dnnl::stream stream(cpu_engine());
+  thread_local std::vector<unsigned char> scratch;
+  const Impl& m = *impl_;
+  if (scratch.size() < m.scratch.get_size()) scratch.resize(m.scratch.get_size());
+  dnnl::engine& e = cpu_engine();
+  dnnl::memory am(m.a, e, const_cast<void*>(a)), bm(m.b, e, const_cast<void*>(b)), cm(m.c, e, c),
+      sm(m.scratch, e, scratch.data());
+  m.primitive.execute(
+      stream,
+      {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+  stream.wait();
+}
+
+const std::string& Matmul::implementation() const { return impl_->implementation; }
+
+bool Matmul::native() const { return impl_->implementation.rfind("ref", 0) != 0; }
+
+bool available() { return true; }
+
+std::string version() {
+  const dnnl_version_t* v = dnnl::version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+std::string isa() {
+  cpu_engine();  // the ISA is fixed once oneDNN has started
+  return isa_name(dnnl::get_effective_cpu_isa());
+}
+
+#else  // built without oneDNN
+
+struct Matmul::Impl {};
+
+Matmul::Matmul(const MatmulShape&) {
+  throw Error("oneDNN matmul: drx was built without oneDNN (DRX_ONEDNN=OFF)");
+}
+void Matmul::run(const void*, const void*, void*) const {}
+const std::string& Matmul::implementation() const {
+  static const std::string none = "none";
+  return none;
+}
+bool Matmul::native() const { return false; }
+bool available() { return false; }
+std::string version() { return "none"; }
+std::string isa() { return "none"; }
+
+#endif
+
+std::string kernel_fingerprint() {
+  return available() ? "onednn " + version() + " " + isa() : "drx bf16 loops";
+}
+
+}  // namespace drx::exec::onednn

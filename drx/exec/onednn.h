@@ -1,0 +1,63 @@
+#pragma once
+// Private to drx/exec: the one place drx calls oneDNN (Debian's libdnnl 2.6),
+// for products with bf16 operands and f32 accumulation. Convolutions will use
+// the same rules:
+//  - drx owns the parallelism: every call runs on the calling thread alone
+//    (one OpenMP thread, set on every thread that creates or runs a
+//    primitive, since oneDNN fixes a primitive's thread count when it is
+//    created), so a product's bits depend on its shape and the machine's
+//    kernel, never on the thread count;
+//  - the instruction set oneDNN may use is fixed at the first use and stated
+//    (isa()), and each primitive names its implementation
+//    (Matmul::implementation()): both go into what MPI ranks compare, as two
+//    kernels round differently.
+// Without oneDNN (a build with DRX_ONEDNN=OFF, such as the ThreadSanitizer
+// tree, whose OpenMP runtime is not instrumented) available() is false and
+// Matmul cannot be made; callers use their own loops.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "drx/array/dtype.h"
+
+namespace drx::exec::onednn {
+
+bool available();
+// oneDNN's version ("2.6.3"), or "none".
+std::string version();
+// The instruction set oneDNN's kernels use in this process ("avx512_core_amx",
+// "avx512_core_bf16", "avx2", ...), or "none". ONEDNN_MAX_CPU_ISA, read by
+// oneDNN at its first use, caps it.
+std::string isa();
+// What distinguishes this process's bf16 products from another's: oneDNN's
+// version and ISA, or drx's own loops.
+std::string kernel_fingerprint();
+
+// C[m, n] (+)= op(A)[m, k] op(B)[k, n] for one product: row-major operands with
+// leading dimensions lda, ldb, ldc; bf16 operands, f32 accumulation, a bf16 or
+// f32 result (rounded once, to nearest even).
+struct MatmulShape {
+  int64_t m = 1, n = 1, k = 1;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+  bool trans_a = false, trans_b = false;
+  DType out = DType::f32;
+  bool accumulate = false;  // C += op(A) op(B) (f32 results only)
+};
+
+class Matmul {
+ public:
+  // Throws drx::Error when oneDNN is not available or refuses the shape.
+  explicit Matmul(const MatmulShape& shape);
+  // On the calling thread only; any number of threads may run one Matmul at once.
+  void run(const void* a, const void* b, void* c) const;
+  // oneDNN's name for the kernel it chose ("brg:avx512_core_bf16", "ref:any").
+  const std::string& implementation() const;
+  // False for oneDNN's reference loops, which are many times slower than drx's own.
+  bool native() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace drx::exec::onednn
