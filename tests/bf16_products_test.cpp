@@ -274,6 +274,70 @@ func.func public @main(%a: tensor<3x8xbf16>, %b: tensor<8x2xbf16>, %c: tensor<3x
   expect_error([&] { from_stablehlo(bad); }, {"algorithm", "bf16 x bf16", "bf16 accumulation"});
 }
 
+// Every elementwise arithmetic primitive on bf16, compiled: bitwise the
+// interpreter (computed in f32, rounded once), on operands read in full and as
+// broadcast scalars, over a size that is not a multiple of the kernels' blocks.
+TEST(ExecBf16, EveryElementwiseOpIsBitwiseTheInterpreter) {
+  const Shape shape{3, 347};
+  const Array positive = random_array(shape, DType::bf16, 61, 0.05, 4.0);
+  const Array mixed = random_array(shape, DType::bf16, 62, -6.0, 6.0);
+  const Array scalar = random_array({}, DType::bf16, 63, 0.5, 2.0);
+  int checked = 0;
+  for (const Primitive* prim : registered_primitives()) {
+    const ScalarKernel* k = prim->scalar_kernel();
+    if (!k || k->predicate() || !k->covers(DType::f32)) continue;
+    SCOPED_TRACE(prim->name());
+    for (const Array* x : {&positive, &mixed}) {
+      Program p;
+      try {
+        if (k->arity() == 1) {
+          p = trace([&](Value a) { return emit1(*prim, {a}); }, {Type(DType::bf16, shape)});
+        } else {
+          p = trace(
+              [&](Value a, Value b, Value c) {
+                Value s = broadcast_to(c, shape);
+                return std::vector<Value>{emit1(*prim, {a, b}), emit1(*prim, {a, s}),
+                                          emit1(*prim, {s, b})};
+              },
+              {Type(DType::bf16, shape), Type(DType::bf16, shape), Type(DType::bf16, {})});
+        }
+      } catch (const Error&) {
+        continue;  // takes parameters or other dtypes
+      }
+      std::vector<Array> args{*x};
+      if (k->arity() == 2) args = {*x, x == &positive ? mixed : positive, scalar};
+      const Executable exe = compile(p);
+      EXPECT_EQ(exe.stats().fallbacks, 0u);
+      EXPECT_TRUE(BitwiseEqual(exe.run(args), interpret(p, args)));
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 40);
+}
+
+TEST(ExecBf16, FusedChainsAndDataMovementAreBitwiseTheInterpreter) {
+  // A GELU-like chain with a residual, a transpose and slices, and conversions from
+  // and to f32 on either side: rounded to bf16 after every op, as the interpreter.
+  auto f = [](Value x, Value r, Value h) {
+    Value y = 0.5f * x * (1.0f + tanh(0.7978846f * (x + 0.044715f * x * x * x)));
+    Value z = transpose(y + r, {1, 0});
+    Value parts = concatenate({slice(z, {0, 0}, {100, 3}), slice(z, {200, 0}, {300, 3})}, 0);
+    Value wide = astype(parts, DType::f32) * 3.0f;
+    Value back = astype(wide + astype(h, DType::f32), DType::bf16);
+    return std::vector<Value>{where(greater(back, zeros_like(back)), back, -back), wide};
+  };
+  const Program p = trace(
+      f, {Type(DType::bf16, {3, 300}), Type(DType::bf16, {3, 300}), Type(DType::bf16, {200, 3})});
+  const std::vector<Array> args{random_array({3, 300}, DType::bf16, 71, -3, 3),
+                                random_array({3, 300}, DType::bf16, 72, -1, 1),
+                                random_array({200, 3}, DType::bf16, 73, -1, 1)};
+  const Executable exe = compile(simplify(p));
+  EXPECT_GT(exe.stats().fused, 3u) << "the chain was not fused";
+  EXPECT_TRUE(BitwiseEqual(exe.run(args), interpret(p, args)));
+  // Only the comparison (a predicate on bf16) runs on the reference loop.
+  EXPECT_LE(exe.stats().fallbacks, 1u);
+}
+
 TEST(ExecBf16, TheKernelIsNamed) {
   const std::string fp = exec::onednn::kernel_fingerprint();
   if (exec::onednn::available()) {

@@ -3,7 +3,11 @@
 // keyed by primitive object. A primitive with neither runs on Primitive::eval
 // and must be on the interpreter-only list below; a test checks that every
 // registered primitive has a kernel or is on it.
+#include <algorithm>
+#include <iterator>
+
 #include "drx/exec/kernels.h"
+#include "drx/mapreduce/primitives.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -33,16 +37,49 @@ bool touches_storage_format(const Eqn& e, const CompileContext& cx) {
   return false;
 }
 
+// Every storage-format value of e is bf16 (no f16 or narrow integer).
+bool storage_is_bf16(const Eqn& e, const CompileContext& cx) {
+  auto ok = [&](int v) {
+    const DType d = cx.var(v).dtype;
+    return !is_storage_format(d) || d == DType::bf16;
+  };
+  return std::all_of(e.ins.begin(), e.ins.end(), ok) &&
+         std::all_of(e.outs.begin(), e.outs.end(), ok);
+}
+
+// Primitives whose kernels move elements as words of their size, whatever they hold.
+bool moves_data(const Primitive* p) {
+  static const Primitive* const movers[] = {&prims::reshape(),
+                                            &prims::place(),
+                                            &prims::stop_gradient(),
+                                            &prims::transpose(),
+                                            &prims::broadcast_in_dim(),
+                                            &prims::slice(),
+                                            &prims::concatenate(),
+                                            &prims::broadcast(),
+                                            &prims::select()};
+  return std::find(std::begin(movers), std::end(movers), p) != std::end(movers);
+}
+
+// bf16 equations with kernels of their own: products, arithmetic, conversions from and to
+// f32, data movement. The others (f16 and the narrow integers throughout; bf16 reductions,
+// comparisons and loops with bf16 values) run as the reference does (Primitive::evaluate,
+// widened).
+std::optional<KernelSpec> storage_format_kernel(const Eqn& e, const CompileContext& cx) {
+  if (!storage_is_bf16(e, cx)) return std::nullopt;
+  if (e.prim == &prims::dot_general()) return bf16_dot_general(e, cx);
+  if (e.prim == &prims::convert()) return bf16_convert(e, cx);
+  if (const ScalarKernel* k = e.prim->scalar_kernel())
+    return k->predicate() ? std::nullopt : bf16_elementwise(e, cx);
+  if (!moves_data(e.prim)) return std::nullopt;
+  auto it = table().find(e.prim);
+  return it == table().end() ? std::nullopt : it->second(e, cx);
+}
+
 }  // namespace
 
 std::optional<KernelSpec> select_kernel(const Eqn& e, const CompileContext& cx) {
-  // bf16/f16 and narrow-integer equations run as the reference does
-  // (Primitive::evaluate, widened), but for the kernels written for them: the
-  // others are written for the arithmetic dtypes.
-  if (touches_storage_format(e, cx)) {
-    if (e.prim == &prims::dot_general()) return bf16_dot_general(e, cx);
-    return std::nullopt;
-  }
+  if (touches_storage_format(e, cx)) return storage_format_kernel(e, cx);
   if (e.prim->scalar_kernel()) return elementwise_kernel(e, cx);
   if (e.prim->reduction()) return reduction_kernel(e, cx);
   auto it = table().find(e.prim);

@@ -29,8 +29,12 @@ void add_loop_kernels(KernelTable& t);  // scan, while_loop
 std::optional<KernelSpec> elementwise_kernel(const Eqn& e, const CompileContext& cx);
 std::optional<KernelSpec> reduction_kernel(const Eqn& e, const CompileContext& cx);
 
-// dot_general with bf16 operands and a bf16 or f32 result (kernels_dot_bf16.cpp).
+// bf16 equations: dot_general with bf16 operands and a bf16 or f32 result
+// (kernels_dot_bf16.cpp); arithmetic computed in f32 and rounded to bf16 (a fused
+// kernel of one equation, fusion.cpp); conversions between bf16 and f32 or f64.
 std::optional<KernelSpec> bf16_dot_general(const Eqn& e, const CompileContext& cx);
+std::optional<KernelSpec> bf16_elementwise(const Eqn& e, const CompileContext& cx);
+std::optional<KernelSpec> bf16_convert(const Eqn& e, const CompileContext& cx);
 
 // A transpose of a matrix product, as one gemm that writes the transposed
 // product (the product's own equation is then unused and dropped).

@@ -4,6 +4,7 @@
 // bitwise equal to Primitive::eval. Dtypes not covered here fall back.
 #include <cstring>
 
+#include "drx/array/half.h"
 #include "drx/exec/kernels.h"
 #include "drx/ops/primitives.h"
 
@@ -233,6 +234,8 @@ std::optional<KernelSpec> select(const Eqn& e, const CompileContext& cx) {
   switch (dtype_size(cx.var(e.outs[0]).dtype)) {
     case 1:
       return make_select<uint8_t>(e, a);
+    case 2:
+      return make_select<uint16_t>(e, a);
     case 4:
       return make_select<uint32_t>(e, a);
     case 8:
@@ -257,7 +260,47 @@ std::optional<KernelSpec> convert(const Eqn& e, const CompileContext& cx) {
   });
 }
 
+// bf16 from and to f32, and to f64: exact widenings, and rounding to nearest even.
+class Bf16ConvertKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::elementwise; }
+
+ public:
+  Bf16ConvertKernel(const Eqn& e, int64_t n, DType from, DType to)
+      : x_(e.ins[0]), y_(e.outs[0]), n_(n), from_(from), to_(to) {}
+  void run(Frame& f) const override {
+    if (from_ == DType::f32) {
+      const float* x = f.in<float>(x_);
+      auto* y = f.out<uint16_t>(y_);
+      for (int64_t i = 0; i < n_; ++i) y[i] = float_to_bf16(x[i]);
+      return;
+    }
+    const auto* x = f.in<uint16_t>(x_);
+    if (to_ == DType::f32) {
+      float* y = f.out<float>(y_);
+      for (int64_t i = 0; i < n_; ++i) y[i] = bf16_to_float(x[i]);
+    } else {
+      double* y = f.out<double>(y_);
+      for (int64_t i = 0; i < n_; ++i) y[i] = static_cast<double>(bf16_to_float(x[i]));
+    }
+  }
+
+ private:
+  int x_, y_;
+  int64_t n_;
+  DType from_, to_;
+};
+
 }  // namespace
+
+std::optional<KernelSpec> bf16_convert(const Eqn& e, const CompileContext& cx) {
+  const DType from = cx.var(e.ins[0]).dtype, to = cx.var(e.outs[0]).dtype;
+  const bool widen = from == DType::bf16 && (to == DType::f32 || to == DType::f64);
+  const bool narrow = from == DType::f32 && to == DType::bf16;
+  if (!widen && !narrow) return std::nullopt;
+  // Result and operand differ in size: the result has a buffer of its own.
+  return spec<Bf16ConvertKernel>(Alias::none, e, size_of(e, cx), from, to);
+}
 
 // The kernel of any primitive that states its scalar function.
 std::optional<KernelSpec> elementwise_kernel(const Eqn& e, const CompileContext& cx) {

@@ -91,6 +91,8 @@ std::optional<KernelSpec> strided(const Eqn& e, const CompileContext& cx, Layout
   switch (dtype_size(cx.var(e.outs[0]).dtype)) {
     case 1:
       return spec<StridedCopyKernel<uint8_t>>(Alias::none, e, std::move(l));
+    case 2:
+      return spec<StridedCopyKernel<uint16_t>>(Alias::none, e, std::move(l));
     case 4:
       return spec<StridedCopyKernel<uint32_t>>(Alias::none, e, std::move(l));
     case 8:
