@@ -21,6 +21,7 @@
 #include "drx/jit/jit.h"
 #include "drx/mapreduce/mapreduce.h"
 #include "drx/nn/nn.h"
+#include "drx/nn/precision.h"
 #include "drx/nn/transformer.h"
 #include "drx/ops/ops.h"
 #include "drx/optim/optim.h"

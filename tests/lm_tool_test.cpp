@@ -195,6 +195,31 @@ TEST_F(LmTool, AnyThreadCountGivesTheSameRunBitwise) {
   }
 }
 
+// bf16 products (--precision bf16): f32 parameters and checkpoints, a model close to the f32
+// run's but not the same, bitwise the same on 1 thread and device as on 3 threads and 2
+// devices; a checkpoint is resumed only at the precision it was written with.
+TEST_F(LmTool, Bf16ProductsTrainTheSameModelOnAnyThreadsAndDevices) {
+  CliResult f32 = run(path("f32"), 3, {"--threads", "1"});
+  CliResult one = run(path("b1"), 3, {"--threads", "1", "--precision", "bf16"});
+  CliResult two = run(path("b2"), 3, {"--threads", "3", "--devices", "2", "--precision", "bf16"});
+  ASSERT_EQ(f32.code, 0) << f32.err;
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(two.code, 0) << two.err;
+  const drx::data::Checkpoint a = drx::data::read_checkpoint(path("b1/checkpoint.bin"));
+  const drx::data::Checkpoint b = drx::data::read_checkpoint(path("b2/checkpoint.bin"));
+  const drx::data::Checkpoint f = drx::data::read_checkpoint(path("f32/checkpoint.bin"));
+  EXPECT_TRUE(same_tree(a.params, b.params));
+  EXPECT_FALSE(same_tree(a.params, f.params));
+  for (const drx::Tree& leaf : drx::tree_leaves(a.params))
+    EXPECT_EQ(leaf.array().dtype(), drx::f32);
+  ASSERT_EQ(a.history.size(), f.history.size());
+  const auto& last = a.history.back();
+  EXPECT_NEAR(last.train_loss, f.history.back().train_loss, 0.02 * f.history.back().train_loss);
+  CliResult mixed = run(path("f32"), 4, {"--threads", "1", "--precision", "bf16", "--resume"});
+  EXPECT_EQ(mixed.code, 1);
+  EXPECT_NE(mixed.err.find("--precision bf16"), std::string::npos) << mixed.err;
+}
+
 TEST_F(LmTool, ErrorsLeaveNothingBehind) {
   CliResult missing = cli({"lm", "--data", path("nowhere"), "--out", path("bad"), "--quiet"});
   EXPECT_EQ(missing.code, 1);

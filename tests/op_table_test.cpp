@@ -27,6 +27,7 @@ const std::string kRoot = std::string(DRX_SOURCE_DIR) + "/";
 const std::vector<std::string> kHeaders = {"drx/ops/ops.h",
                                            "drx/nn/nn.h",
                                            "drx/nn/transformer.h",
+                                           "drx/nn/precision.h",
                                            "drx/random/random.h",
                                            "drx/mapreduce/mapreduce.h",
                                            "drx/transforms/api.h",

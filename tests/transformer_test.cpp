@@ -3,7 +3,9 @@
 // of that reference.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -296,6 +298,117 @@ TEST(Transformer, InitIsGpt2sAndSeeded) {
   EXPECT_TRUE(drx::nn::transformer_init(c, 0)["wte"].array().bitwise_equal(p["wte"].array()));
   EXPECT_FALSE(drx::nn::transformer_init(c, 1)["wte"].array().bitwise_equal(p["wte"].array()));
   EXPECT_FALSE(p["wte"].array().bitwise_equal(p["wpe"].array()));
+}
+
+// ---- mixed precision (nn::Policy::bf16()) ---------------------------------------------------
+
+Tree as_f32(const Tree& p) {
+  return drx::tree_map([](const Array& a) { return drx::convert_array(a, drx::f32); }, p);
+}
+
+// |a - b| / |b| over all leaves as one vector.
+double relative_error(const Tree& a, const Tree& b) {
+  double diff = 0, norm = 0;
+  const std::vector<Tree> al = drx::tree_leaves(a), bl = drx::tree_leaves(b);
+  for (size_t k = 0; k < al.size(); ++k)
+    for (int64_t i = 0; i < bl[k].array().size(); ++i) {
+      const double x = al[k].array().element_as_double(i), y = bl[k].array().element_as_double(i);
+      diff += (x - y) * (x - y);
+      norm += y * y;
+    }
+  return std::sqrt(diff / norm);
+}
+
+TEST(Transformer, Bf16PolicyCastsEachWeightOnceAndRunsEveryProductOnBf16) {
+  TransformerConfig c = tiny();
+  c.policy = drx::nn::Policy::bf16();
+  const Tree p = drx::nn::transformer_init(c, 5);
+  const drx::Program prog =
+      drx::simplify(drx::trace([c](Tree p, Value w) { return drx::nn::transformer_loss(c, p, w); },
+                               p, Array(drx::i32, {2, c.context + 1})));
+  // The stacked qkv, attention, MLP weights and the embedding: each cast once, straight from
+  // the program's inputs.
+  int casts_of_inputs = 0, products = 0;
+  for (const drx::Eqn& e : prog.eqns) {
+    if (e.prim->name() == "convert" &&
+        std::find(prog.inputs.begin(), prog.inputs.end(), e.ins[0]) != prog.inputs.end())
+      ++casts_of_inputs;
+  }
+  EXPECT_EQ(casts_of_inputs, 5);
+  std::function<void(const drx::Program&)> count = [&](const drx::Program& q) {
+    for (const drx::Eqn& e : q.eqns) {
+      if (e.prim->name() == "dot_general") {
+        ++products;
+        EXPECT_EQ(q.type_of(e.ins[0]).dtype, drx::bf16) << drx::to_string(q);
+        EXPECT_EQ(q.type_of(e.outs[0]).dtype, drx::f32);
+      }
+      for (const auto& [key, attr] : e.params.items())
+        if (const auto* sub = std::get_if<std::shared_ptr<const drx::Program>>(&attr)) count(**sub);
+    }
+  };
+  count(prog);
+  // qkv, scores, weights x v, attention output, fc and out in the scan's body, and the tied
+  // output projection.
+  EXPECT_EQ(products, 7);
+}
+
+TEST(Transformer, Bf16PolicyLossAndGradientsFollowTheFloat64Model) {
+  // The f64 gradients are the ones checked against central differences above; the bf16
+  // policy's must be close to them (bf16 operands: a relative error of a few 2^-8), reach the
+  // f32 parameters as f32, and be the same compiled as interpreted up to the products' f32
+  // accumulation order.
+  TransformerConfig c = tiny();
+  const Tree p64 = perturbed_params(c, 21);
+  const auto w = make_windows(3, c.context + 1, c.vocab, 23);
+  const Array wa = windows_array(w);
+  TransformerConfig mixed = c;
+  mixed.policy = drx::nn::Policy::bf16();
+  auto value_and_grad = [](const TransformerConfig& cfg) {
+    return [cfg](Tree p, Value w) {
+      return drx::value_and_grad(
+          [cfg](Tree p, Value w) { return drx::nn::transformer_loss(cfg, p, w); })(p, w);
+    };
+  };
+  const Tree p32 = as_f32(p64);
+  const auto [loss64, g64] = drx::jit(value_and_grad(c))(p64, wa);
+  const auto [loss16, g16] = drx::jit(value_and_grad(mixed))(p32, wa);
+  const double want = reference_loss(c, p64, w);
+  EXPECT_NEAR(loss64.item<double>(), want, 1e-10 * want);
+  EXPECT_NEAR(loss16.item<float>(), want, 1e-2 * want);
+  for (const Tree& leaf : drx::tree_leaves(g16)) EXPECT_EQ(leaf.array().dtype(), drx::f32);
+  EXPECT_LT(relative_error(g16, g64), 0.03);
+  // The same gradient program, interpreted (products accumulated in double).
+  const drx::Program prog = drx::simplify(drx::trace(value_and_grad(mixed), p32, wa));
+  std::vector<Array> args;
+  for (const Tree& leaf : drx::tree_leaves(p32)) args.push_back(leaf.array());
+  args.push_back(wa);
+  const std::vector<Array> interpreted = drx::interpret(prog, args);
+  const std::vector<Array> compiled = drx::compile(prog).run(args);
+  ASSERT_EQ(interpreted.size(), compiled.size());
+  std::vector<Tree> il, cl;
+  for (size_t k = 1; k < compiled.size(); ++k) {
+    il.emplace_back(interpreted[k]);
+    cl.emplace_back(compiled[k]);
+  }
+  EXPECT_LT(relative_error(Tree::list(cl), Tree::list(il)), 0.02);
+  EXPECT_NEAR(compiled[0].item<float>(), interpreted[0].item<float>(), 1e-3 * want);
+}
+
+TEST(Transformer, PolicyIsNamedAndChecked) {
+  EXPECT_EQ(drx::nn::Policy::named("bf16"), drx::nn::Policy::bf16());
+  EXPECT_EQ(drx::nn::Policy::named("f32").name(), "f32");
+  EXPECT_EQ(drx::nn::Policy::bf16().name(), "bf16");
+  drx::testing::expect_error([] { drx::nn::Policy::named("fp8"); },
+                             {"precision policy 'fp8'", "f32, f64, or bf16"});
+  TransformerConfig c = tiny();
+  c.policy = drx::nn::Policy::bf16();
+  const Tree p64 = drx::nn::transformer_init(c, 0, drx::f64);
+  drx::testing::expect_error(
+      [&] {
+        drx::trace([c](Tree p, Value w) { return drx::nn::transformer_loss(c, p, w); }, p64,
+                   Array(drx::i32, {1, c.context + 1}));
+      },
+      {"policy bf16 keeps parameters in f32", "f64"});
 }
 
 TEST(Transformer, BadConfigurationsAndInputsThrowNamingTheProblem) {

@@ -9,6 +9,8 @@
 #include "drx/exec/kernels.h"
 #include "drx/mapreduce/primitives.h"
 #include "drx/ops/primitives.h"
+#include "drx/transforms/cond.h"
+#include "drx/transforms/loops.h"
 
 namespace drx::exec {
 namespace {
@@ -47,31 +49,27 @@ bool storage_is_bf16(const Eqn& e, const CompileContext& cx) {
          std::all_of(e.outs.begin(), e.outs.end(), ok);
 }
 
-// Primitives whose kernels move elements as words of their size, whatever they hold.
-bool moves_data(const Primitive* p) {
-  static const Primitive* const movers[] = {&prims::reshape(),
-                                            &prims::place(),
-                                            &prims::stop_gradient(),
-                                            &prims::transpose(),
-                                            &prims::broadcast_in_dim(),
-                                            &prims::slice(),
-                                            &prims::concatenate(),
-                                            &prims::broadcast(),
-                                            &prims::select()};
-  return std::find(std::begin(movers), std::end(movers), p) != std::end(movers);
+// Primitives whose kernels never compute on the values: they move elements as words of their
+// size, or run sub-programs (whose own equations are compiled like any other).
+bool blind_to_values(const Primitive* p) {
+  static const Primitive* const blind[] = {
+      &prims::reshape(),     &prims::place(),  &prims::stop_gradient(),    &prims::transpose(),
+      &prims::slice(),       &prims::select(), &prims::broadcast_in_dim(), &prims::broadcast(),
+      &prims::concatenate(), &prims::scan(),   &prims::while_loop(),       &prims::cond(),
+      &prims::map_fn()};
+  return std::find(std::begin(blind), std::end(blind), p) != std::end(blind);
 }
 
 // bf16 equations with kernels of their own: products, arithmetic, conversions from and to
-// f32, data movement. The others (f16 and the narrow integers throughout; bf16 reductions,
-// comparisons and loops with bf16 values) run as the reference does (Primitive::evaluate,
-// widened).
+// f32, data movement, loops and maps. The others (f16 and the narrow integers throughout;
+// bf16 reductions and comparisons) run as the reference does (Primitive::evaluate, widened).
 std::optional<KernelSpec> storage_format_kernel(const Eqn& e, const CompileContext& cx) {
   if (!storage_is_bf16(e, cx)) return std::nullopt;
   if (e.prim == &prims::dot_general()) return bf16_dot_general(e, cx);
   if (e.prim == &prims::convert()) return bf16_convert(e, cx);
   if (const ScalarKernel* k = e.prim->scalar_kernel())
     return k->predicate() ? std::nullopt : bf16_elementwise(e, cx);
-  if (!moves_data(e.prim)) return std::nullopt;
+  if (!blind_to_values(e.prim)) return std::nullopt;
   auto it = table().find(e.prim);
   return it == table().end() ? std::nullopt : it->second(e, cx);
 }

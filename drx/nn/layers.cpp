@@ -16,15 +16,45 @@ Value leaf(const Tree& t, const std::string& where) {
                 t.structure());
   return t.value();
 }
-}  // namespace
-
-DRX_PUBLIC_OP("nn::dense", "(x: Value, w: Value, b: Value) -> Value", "x @ w + b.");
-Value dense(const Value& x, const Value& w, const Value& b) {
+void check_dense(const Value& x, const Value& w, const Value& b) {
   if (w.ndim() != 2 || b.ndim() != 1 || b.shape()[0] != w.shape()[1] || x.ndim() < 1 ||
       x.shape().back() != w.shape()[0])
     throw TypeError("dense: expected x [..., in], w [in, out], b [out], got x " + x.type().str() +
                     ", w " + w.type().str() + ", b " + b.type().str());
+}
+
+// Dense layers in key order with ReLU between them, each made by `layer`.
+template <class Layer>
+Value apply_layers(const Tree& params, const Value& x, const Layer& layer_fn) {
+  if (params.kind() != Tree::Kind::dict || params.size() == 0)
+    throw Error("mlp_apply: params must be a non-empty dict of layers (see mlp_init), got " +
+                params.structure());
+  Value h = x;
+  for (size_t l = 0; l < params.size(); ++l) {
+    const std::string& key = params.keys()[l];
+    const Tree& layer = params.children()[l];
+    if (layer.kind() != Tree::Kind::dict || !layer.contains("w") || !layer.contains("b"))
+      throw Error("mlp_apply: layer '" + key + "' must be a dict {b, w}, got " + layer.structure());
+    if (l > 0) h = relu(h);
+    h = layer_fn(h, leaf(layer["w"], key + ".w"), leaf(layer["b"], key + ".b"));
+  }
+  return h;
+}
+
+}  // namespace
+
+DRX_PUBLIC_OP("nn::dense",
+              "(x: Value, w: Value, b: Value) -> Value | "
+              "(x: Value, w: Value, b: Value, policy: Policy) -> Value",
+              "x @ w + b (under a precision policy: the product in its compute dtype).");
+Value dense(const Value& x, const Value& w, const Value& b) {
+  check_dense(x, w, b);
   return matmul(x, w) + b;
+}
+
+Value dense(const Value& x, const Value& w, const Value& b, const Policy& policy) {
+  check_dense(x, w, b);
+  return nn::matmul(x, w, policy) + policy.to_output(b);
 }
 
 DRX_PUBLIC_OP("nn::layer_norm",
@@ -52,22 +82,19 @@ Value embedding(const Value& table, const Value& ids) {
   return take(table, ids, 0);
 }
 
-DRX_PUBLIC_OP("nn::mlp_apply", "(params: Tree, x: Value) -> Value",
-              "Dense layers with ReLU between them; returns the logits.");
+DRX_PUBLIC_OP(
+    "nn::mlp_apply",
+    "(params: Tree, x: Value) -> Value | (params: Tree, x: Value, policy: Policy) -> Value",
+    "Dense layers with ReLU between them; returns the logits.");
 Value mlp_apply(const Tree& params, const Value& x) {
-  if (params.kind() != Tree::Kind::dict || params.size() == 0)
-    throw Error("mlp_apply: params must be a non-empty dict of layers (see mlp_init), got " +
-                params.structure());
-  Value h = x;
-  for (size_t l = 0; l < params.size(); ++l) {
-    const std::string& key = params.keys()[l];
-    const Tree& layer = params.children()[l];
-    if (layer.kind() != Tree::Kind::dict || !layer.contains("w") || !layer.contains("b"))
-      throw Error("mlp_apply: layer '" + key + "' must be a dict {b, w}, got " + layer.structure());
-    if (l > 0) h = relu(h);
-    h = dense(h, leaf(layer["w"], key + ".w"), leaf(layer["b"], key + ".b"));
-  }
-  return h;
+  return apply_layers(
+      params, x, [](const Value& h, const Value& w, const Value& b) { return dense(h, w, b); });
+}
+
+Value mlp_apply(const Tree& params, const Value& x, const Policy& policy) {
+  return apply_layers(params, x, [&](const Value& h, const Value& w, const Value& b) {
+    return dense(h, w, b, policy);
+  });
 }
 
 }  // namespace drx::nn

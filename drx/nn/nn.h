@@ -7,6 +7,7 @@
 
 #include "drx/array/array.h"
 #include "drx/core/value.h"
+#include "drx/nn/precision.h"
 #include "drx/trace/tree.h"
 
 namespace drx::nn {
@@ -41,6 +42,9 @@ Tree mlp_init(const std::vector<int64_t>& sizes, uint64_t seed, Init weight_init
 
 // x @ w + b.
 Value dense(const Value& x, const Value& w, const Value& b);
+// x @ w + b under `policy`: the product of x and w in its compute dtype, into its output dtype,
+// plus b in the output dtype.
+Value dense(const Value& x, const Value& w, const Value& b, const Policy& policy);
 // (x - mean) / sqrt(var + eps) * scale + bias over the last axis (population
 // variance, as torch.nn.LayerNorm and flax); scale and bias have the last
 // axis's size.
@@ -51,6 +55,8 @@ Value embedding(const Value& table, const Value& ids);
 // Dense layers in key order with ReLU between them; returns the logits (no final activation).
 // params: a Tree of Values as made by mlp_init (Arrays become constants).
 Value mlp_apply(const Tree& params, const Value& x);
+// mlp_apply under `policy`: each layer's product in its compute dtype (the weights cast once).
+Value mlp_apply(const Tree& params, const Value& x, const Policy& policy);
 
 // Per-example softmax cross-entropy, logits [n, classes], integer labels (i32/i64) [n] -> [n].
 Value softmax_cross_entropy(const Value& logits, const Value& labels);

@@ -52,16 +52,37 @@ struct Block {
   }
 };
 
-// x + attention(LN1(x)), then + MLP(LN2(x)).
+bool mixed(const TransformerConfig& c) { return c.policy.compute != c.policy.param; }
+
+// x + attention(LN1(x)), then + MLP(LN2(x)). Mixed precision: the weight matrices arrive in
+// the compute dtype already (cast once per call), products run under the policy.
 Value block_forward(const TransformerConfig& c, const Block& p, const Value& x) {
   const int64_t d = c.width;
   Value a = layer_norm(x, p.ln1_g, p.ln1_b, c.ln_eps);
-  Value qkv = dense(a, p.qkv_w, p.qkv_b);  // [B, t, 3d]
+  if (!mixed(c)) {
+    Value qkv = dense(a, p.qkv_w, p.qkv_b);  // [B, t, 3d]
+    const Shape& s = qkv.shape();
+    auto part = [&](int64_t i) { return slice(qkv, {0, 0, i * d}, {s[0], s[1], (i + 1) * d}); };
+    Value h = x + dense(causal_attention(part(0), part(1), part(2), c.heads), p.attn_w, p.attn_b);
+    Value m = layer_norm(h, p.ln2_g, p.ln2_b, c.ln_eps);
+    return h + dense(gelu(dense(m, p.fc_w, p.fc_b)), p.out_w, p.out_b);
+  }
+  const Policy& pol = c.policy;
+  // One cast of q, k and v together, before the heads are split.
+  Value qkv = pol.to_compute(dense(a, p.qkv_w, p.qkv_b, pol));
   const Shape& s = qkv.shape();
   auto part = [&](int64_t i) { return slice(qkv, {0, 0, i * d}, {s[0], s[1], (i + 1) * d}); };
-  Value h = x + dense(causal_attention(part(0), part(1), part(2), c.heads), p.attn_w, p.attn_b);
+  Value attended = causal_attention(part(0), part(1), part(2), c.heads, pol);
+  Value h = x + dense(attended, p.attn_w, p.attn_b, pol);
   Value m = layer_norm(h, p.ln2_g, p.ln2_b, c.ln_eps);
-  return h + dense(gelu(dense(m, p.fc_w, p.fc_b)), p.out_w, p.out_b);
+  return h + dense(pol.to_compute(gelu(dense(m, p.fc_w, p.fc_b, pol))), p.out_w, p.out_b, pol);
+}
+
+// The policy's compute dtype for the weight matrices of the blocks (indices into
+// kBlockLeaves): cast once, before the layers' scan.
+bool is_block_matrix(size_t leaf) {
+  const std::string name = kBlockLeaves[leaf];
+  return name == "attn_w" || name == "fc_w" || name == "out_w" || name == "qkv_w";
 }
 
 }  // namespace
@@ -130,9 +151,12 @@ Tree transformer_init(const TransformerConfig& c, uint64_t seed, DType dtype) {
                      {"wte", normal({c.vocab, d}, kInitStddev)}});
 }
 
-DRX_PUBLIC_OP("nn::causal_attention", "(q: Value, k: Value, v: Value, heads: int64) -> Value",
-              "Multi-head causal self-attention.");
-Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads) {
+namespace {
+
+// Without a policy the products compute in q's dtype; with one, on its compute dtype into its
+// output dtype (the scores, and so the softmax, in f32 under Policy::bf16()).
+Value attention(const Value& q, const Value& k, const Value& v, int64_t heads,
+                const Policy* policy) {
   if (q.ndim() != 3 || k.type() != q.type() || v.type() != q.type() || !is_floating(q.dtype()) ||
       heads <= 0 || q.shape()[2] % heads != 0)
     throw TypeError(
@@ -147,8 +171,12 @@ Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t h
   // q is scaled before the product: t dh multiplications rather than t^2.
   Value qh = split_heads(q * (1.0 / std::sqrt(static_cast<double>(dh))));
   Value kh = split_heads(k), vh = split_heads(v);
+  auto product = [&](const Value& a, const Value& b, DotDims dims) {
+    return policy ? nn::dot_general(a, b, std::move(dims), *policy)
+                  : drx::dot_general(a, b, std::move(dims));
+  };
   // scores [B, H, t_query, t_key]
-  Value scores = dot_general(qh, kh, {{3}, {3}, {0, 1}, {0, 1}});
+  Value scores = product(qh, kh, {{3}, {3}, {0, 1}, {0, 1}});
   // The mask is a constant of the program (key j <= query i), not recomputed per call.
   Array causal(DType::bool_, {t, t});
   for (int64_t i = 0; i < t; ++i)
@@ -156,8 +184,24 @@ Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t h
   scores = where(broadcast_to(constant(causal), scores.shape()), scores,
                  full_like(scores, -std::numeric_limits<double>::infinity()));
   Value weights = softmax(scores, -1);
-  Value out = dot_general(weights, vh, {{3}, {2}, {0, 1}, {0, 1}});  // [B, H, t, dh]
+  Value out = product(weights, vh, {{3}, {2}, {0, 1}, {0, 1}});  // [B, H, t, dh]
   return reshape(transpose(out, {0, 2, 1, 3}), {B, t, d});
+}
+
+}  // namespace
+
+DRX_PUBLIC_OP("nn::causal_attention",
+              "(q: Value, k: Value, v: Value, heads: int64) -> Value | "
+              "(q: Value, k: Value, v: Value, heads: int64, policy: Policy) -> Value",
+              "Multi-head causal self-attention (under a precision policy: bf16 products, f32 "
+              "softmax).");
+Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads) {
+  return attention(q, k, v, heads, nullptr);
+}
+
+Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads,
+                       const Policy& policy) {
+  return attention(q, k, v, heads, &policy);
 }
 
 DRX_PUBLIC_OP("nn::transformer_logits", "(c: TransformerConfig, params: Tree, ids: Value) -> Value",
@@ -185,10 +229,15 @@ Value transformer_logits(const TransformerConfig& c, const Tree& params, const V
   const std::vector<Shape> block_shapes = {{L, d}, {L, d, d}, {L, m},     {L, d, m},
                                            {L, d}, {L, d},    {L, d},     {L, d},
                                            {L, d}, {L, m, d}, {L, 3 * d}, {L, d, 3 * d}};
+  if (mixed(c) && dtype != c.policy.param)
+    throw Error("transformer: policy " + c.policy.name() + " keeps parameters in " +
+                std::string(dtype_name(c.policy.param)) + ", got params.wte " + wte.type().str());
   std::vector<Value> stacked;
   for (size_t i = 0; i < std::size(kBlockLeaves); ++i) {
     stacked.push_back(param(blocks, kBlockLeaves[i], "blocks"));
     check_shape(stacked.back(), block_shapes[i], dtype, std::string("blocks.") + kBlockLeaves[i]);
+    // Each weight matrix in the compute dtype once per call, not once per use.
+    if (mixed(c) && is_block_matrix(i)) stacked.back() = c.policy.to_compute(stacked.back());
   }
 
   Value x = embedding(wte, ids) + slice(wpe, {0, 0}, {t, d});
@@ -213,6 +262,7 @@ Value transformer_logits(const TransformerConfig& c, const Tree& params, const V
     }
   }
   Value h = layer_norm(x, lnf_g, lnf_b, c.ln_eps);
+  if (mixed(c)) return nn::dot_general(h, c.policy.to_compute(wte), {{2}, {1}, {}, {}}, c.policy);
   return dot_general(h, wte, {{2}, {1}, {}, {}});  // tied output: h @ wte^T
 }
 

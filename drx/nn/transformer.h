@@ -8,6 +8,7 @@
 
 #include "drx/array/array.h"
 #include "drx/core/value.h"
+#include "drx/nn/precision.h"
 #include "drx/trace/tree.h"
 
 namespace drx::nn {
@@ -21,6 +22,12 @@ struct TransformerConfig {
   int64_t mlp = 0;     // the MLP's hidden width; 0: 4 d
   double ln_eps = 1e-5;
   bool scan_layers = true;  // false: the blocks unrolled (one copy per layer in the program)
+  // Precision (drx/nn/precision.h). Policy::bf16(): f32 parameters, each weight matrix and the
+  // embedding cast to bf16 once per call, every product on bf16 operands with f32 accumulation
+  // and results; the residual stream, LayerNorm, softmax, GELU and the loss in f32 (GELU's
+  // output is rounded to bf16 once, for the product it feeds). A policy with compute == param
+  // (the default) computes in the parameters' dtype, as written.
+  Policy policy;
 
   int64_t mlp_width() const { return mlp > 0 ? mlp : 4 * width; }
   int64_t head_width() const { return width / heads; }
@@ -44,6 +51,10 @@ Tree transformer_init(const TransformerConfig& c, uint64_t seed, DType dtype = D
 // softmax(q k^T / sqrt(dh) with key j > query i masked to -inf) v, in q's dtype with the row
 // maximum subtracted; heads concatenated back to [B, t, d].
 Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads);
+// The same with both products under `policy` (bf16 operands, f32 scores and softmax), in the
+// policy's output dtype.
+Value causal_attention(const Value& q, const Value& k, const Value& v, int64_t heads,
+                       const Policy& policy);
 
 // Logits [B, t, vocab] for integer ids [B, t], t <= context. params: as transformer_init
 // makes them (Arrays become constants), in one floating dtype.

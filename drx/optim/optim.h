@@ -26,6 +26,7 @@
 #include <string>
 #include <utility>
 
+#include "drx/nn/precision.h"
 #include "drx/optim/optimizers.h"
 #include "drx/optim/schedules.h"
 #include "drx/optim/transform.h"
@@ -104,6 +105,10 @@ struct RoundSpec {
   // promise about the data: an empty step among them would still move client momentum.
   int64_t full_steps = 0;
   std::optional<DpSpec> dp;  // DP-FedAvg (see DpSpec); weights are then 0/1 participation
+  // The clients' products under a mixed-precision policy (nn::Policy::bf16(): bf16 operands,
+  // f32 accumulation); parameters, updates and optimizer state stay in the params' dtype. A
+  // policy that computes in its parameters' dtype (the default) leaves the round as written.
+  nn::Policy policy;
 };
 
 // One federated round as a drx::program over the placement "clients":

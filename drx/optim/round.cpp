@@ -143,9 +143,14 @@ Tree round_core(const RoundSpec& spec, const Tree& params, const Tree& state, co
   f.full_steps = spec.full_steps;
   f.prepare = std::move(prepare);
   f.dp = spec.dp;
-  return fedavg_round_body(batch_loss, spec.client.transformation(), spec.server, spec.cohort, f,
-                           params, state, Tree::dict({{"data", data}, {"weights", Tree(weights)}}),
-                           shared);
+  LossFn loss = batch_loss;
+  if (spec.policy.compute != spec.policy.param)
+    loss = [policy = spec.policy](const Tree& p, const Tree& b) {
+      return nn::masked_mean_loss(nn::mlp_apply(p, b[0].value(), policy), b[1].value(),
+                                  b[2].value());
+    };
+  return fedavg_round_body(loss, spec.client.transformation(), spec.server, spec.cohort, f, params,
+                           state, Tree::dict({{"data", data}, {"weights", Tree(weights)}}), shared);
 }
 
 void check_grid(const RoundSpec& spec, const Value& mask) {

@@ -196,6 +196,7 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
       f.emplace_back("--dp-count-noise", fmt(o.dp_count_noise));
     }
   }
+  training::add_precision_field(f, o);
   f.emplace_back("--seed", std::to_string(o.seed));
   return f;
 }

@@ -278,6 +278,7 @@ class RoundTrainer {
     spec.steps = steps;
     spec.batch = o_.batch;
     spec.full_steps = full_steps;
+    spec.policy = nn::Policy::named(o_.precision);
     return spec;
   }
 

@@ -103,6 +103,7 @@ std::vector<std::pair<std::string, std::string>> trajectory_fields(const Options
     training::add_server_fields(f, o);
   }
   f.emplace_back("--eval-windows", std::to_string(o.eval_windows));
+  training::add_precision_field(f, o);
   f.emplace_back("--seed", std::to_string(o.seed));
   return f;
 }

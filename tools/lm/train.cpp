@@ -45,6 +45,7 @@ nn::TransformerConfig model_config(const Options& o) {
   c.layers = o.layers;
   c.width = o.width;
   c.heads = o.heads;
+  c.policy = nn::Policy::named(o.precision);
   return c;
 }
 

@@ -54,6 +54,9 @@ void add_run_flags(const std::string& command, RunFlags& o, Valued& valued, Swit
   valued["--devices"] = count(o.devices, 1, 1024);
   valued["--threads"] = count(o.threads, 1, 1024);
   valued["--mpi-timeout"] = positive(o.mpi_timeout, 1e6);
+  valued["--precision"] = [command, &o](auto& f, auto& v) {
+    o.precision = flags::parse_choice(command, f, v, {"f32", "bf16"});
+  };
   switches["--resume"] = [&o] { o.resume = true; };
   switches["--overwrite"] = [&o] { o.overwrite = true; };
   switches["--quiet"] = [&o] { o.quiet = true; };
@@ -104,6 +107,11 @@ void check_server_flags(const std::string& command, const std::set<std::string>&
                        o.server_opt == "fedadam" || o.server_opt == "fedyogi",
                        "with --server-opt fedadam or fedyogi");
   if (!given.count("--server-lr")) o.server_lr = default_server_lr(o.server_opt);
+}
+
+void add_precision_field(std::vector<std::pair<std::string, std::string>>& fields,
+                         const RunFlags& o) {
+  if (o.precision != "f32") fields.emplace_back("--precision", o.precision);
 }
 
 void add_server_fields(std::vector<std::pair<std::string, std::string>>& f, const ServerFlags& o) {
@@ -169,7 +177,11 @@ std::string execution_flags_help(const std::string& command, const RunFlags& d) 
   os << "  --devices N             CPU devices along the 'clients' mesh axis (default " << d.devices
      << ")\n"
      << "  --threads N             drx worker threads (default: DRX_NUM_THREADS, else all)\n"
-        "  --quiet                 no progress output\n"
+     << "  --precision P           f32 | bf16: products on bf16 operands accumulated in f32\n"
+        "                          (oneDNN, where the CPU has AVX512-BF16 or AMX); parameters,\n"
+        "                          optimizer state and checkpoints stay f32 (default "
+     << d.precision << ")\n"
+     << "  --quiet                 no progress output\n"
         "  --mpi                   run as one rank of `mpirun -np P drx "
      << command
      << " ...` (on by\n"

@@ -39,6 +39,9 @@ struct RunFlags {
   double mpi_timeout = 30;  // seconds a rank waits for another before aborting the job
   bool quiet = false;
   bool help = false;  // --help among other flags: print help, run nothing
+  // f32, or bf16: products on bf16 operands with f32 accumulation (nn::Policy::bf16());
+  // parameters, optimizer state and checkpoints stay f32.
+  std::string precision = "f32";
 };
 
 // The server optimizer of the FedAvg family (optim::ServerOptimizer's hyperparameters).
@@ -62,7 +65,7 @@ using Valued = std::map<std::string, flags::Setter>;
 using Switches = std::map<std::string, std::function<void()>>;
 
 // Registers --data --out --rounds --seed --eval-every --checkpoint-every --resume --overwrite
-// --max-seconds --devices --threads --mpi --mpi-timeout --quiet --help/-h into `o`.
+// --max-seconds --devices --threads --precision --mpi --mpi-timeout --quiet --help/-h into `o`.
 void add_run_flags(const std::string& command, RunFlags& o, Valued& valued, Switches& switches);
 // Registers --server-opt --server-lr --server-momentum --adam-beta1 --adam-beta2 --adam-eps.
 void add_server_flags(const std::string& command, ServerFlags& o, Valued& valued);
@@ -74,6 +77,9 @@ void check_run_flags(const std::string& command, const RunFlags& o);
 void check_server_flags(const std::string& command, const std::set<std::string>& given,
                         ServerFlags& o, bool used, const std::string& why_unused);
 
+// --precision where it is not f32 (checkpoints of f32 runs record no precision, as before).
+void add_precision_field(std::vector<std::pair<std::string, std::string>>& fields,
+                         const RunFlags& o);
 // The server flags that shape the trajectory, as checkpoints record them.
 void add_server_fields(std::vector<std::pair<std::string, std::string>>& fields,
                        const ServerFlags& o);
