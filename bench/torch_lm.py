@@ -379,11 +379,18 @@ class Trainer:
 
     # -- local training -----------------------------------------------------------------------
 
+    def autocast(self):
+        """--precision bf16: torch.autocast's CPU bf16 (products in bf16 through oneDNN,
+        parameters, optimiser state and the loss in f32), the mixed precision PyTorch users train
+        with; f32: a context that does nothing."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.args.precision == "bf16")
+
     def local_loop(self, model, opt, wins):
         total = 0.0
         for s in range(wins.shape[0]):
             opt.zero_grad(set_to_none=True)
-            loss = model(wins[s])
+            with self.autocast():
+                loss = model(wins[s])
             loss.backward()
             opt.step()
             total += loss.item()
@@ -393,7 +400,8 @@ class Trainer:
         """stacked: list of [C, ...] tensors, updated in place; wins [C, steps, B, T+1]."""
         total = torch.zeros(wins.shape[0])
         for s in range(wins.shape[1]):
-            grads, losses = self.batched_grad(stacked, wins[:, s])
+            with self.autocast():
+                grads, losses = self.batched_grad(stacked, wins[:, s])
             opt.step(stacked, grads)
             total += losses.detach()
         return (total / wins.shape[1]).numpy().astype(np.float64)
@@ -567,6 +575,8 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=0,
                     help="torch.set_num_threads (0: torch's default)")
     ap.add_argument("--variant", choices=["loop", "vmap"], default="loop")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: training steps under torch.autocast('cpu', dtype=torch.bfloat16)")
     ap.add_argument("--json", action="store_true", help="print one JSON summary line at the end")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     a = ap.parse_args(argv)
@@ -640,7 +650,7 @@ def main(argv=None):
         write_metrics(a.out, rows)
     med = statistics.median(round_s[1:]) if len(round_s) > 1 else round_s[0]
     if a.json:
-        print(json.dumps({"variant": a.variant, "algorithm": a.algorithm,
+        print(json.dumps({"variant": a.variant, "precision": a.precision, "algorithm": a.algorithm,
                           "threads": torch.get_num_threads(), "rounds": len(rows),
                           "median_round_s": med, "heldout_bpb": heldout, "train_bpb": train_bpb,
                           "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),

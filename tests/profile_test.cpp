@@ -152,6 +152,25 @@ TEST(Profile, RooflineCountsProductFlopsAndKernelBytes) {
   std::filesystem::remove(path);
 }
 
+// bf16 products are timed against the same-shape product as drx calls it (oneDNN on one
+// thread, or sgemm without a native kernel), and named by their operand and result types.
+TEST(Profile, RooflineTimesBf16ProductsAsDrxRunsThem) {
+  exec::profile::reset();
+  exec::profile::enable("");
+  auto product = jit([](Value x, Value w) { return matmul(x, w, DType::f32); });
+  const Array x = random_array({64, 32}, DType::bf16, 1),
+              w = random_array({32, 16}, DType::bf16, 2);
+  for (int i = 0; i < 4; ++i) product(x, w);
+  exec::profile::disable();
+  const exec::profile::Roofline r = exec::profile::roofline();
+  ASSERT_EQ(r.shapes.size(), 1u);
+  EXPECT_EQ(r.shapes[0].text, "bf16->f32 64x16x32");
+  EXPECT_EQ(r.shapes[0].calls, 4);
+  EXPECT_EQ(r.product_flops, 4.0 * 2 * 64 * 16 * 32);
+  EXPECT_GT(r.shapes[0].sgemm1_s, 0);
+  exec::profile::reset();
+}
+
 // A kernel that writes a fresh 64 MiB result each run (past glibc's largest mmap threshold, so
 // never recycled heap) takes page faults in every run, and its line counts them.
 TEST(Profile, CountsThePageFaultsOfFreshResults) {

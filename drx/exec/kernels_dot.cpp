@@ -46,8 +46,14 @@ class GemmKernel : public Kernel {
   KernelKind kind() const override { return KernelKind::gemm; }
   std::optional<profile::ProductShape> product() const override {
     const Gemm& g = k_.g;
-    return profile::ProductShape{
-        g.batch, g.m, g.n, g.k, g.trans_a, g.trans_b, std::is_same_v<T, double>};
+    return profile::ProductShape{g.batch,
+                                 g.m,
+                                 g.n,
+                                 g.k,
+                                 g.trans_a,
+                                 g.trans_b,
+                                 std::is_same_v<T, double> ? DType::f64 : DType::f32,
+                                 std::is_same_v<T, double> ? DType::f64 : DType::f32};
   }
 
  public:

@@ -17,6 +17,7 @@
 #include "drx/exec/gemm.h"
 #include "drx/exec/kernels.h"
 #include "drx/exec/onednn.h"
+#include "drx/exec/profile.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -42,6 +43,10 @@ class Bf16GemmKernel : public Kernel {
   }
 
   KernelKind kind() const override { return KernelKind::gemm; }
+  std::optional<profile::ProductShape> product() const override {
+    return profile::ProductShape{g_.batch,   g_.m,       g_.n,        g_.k,
+                                 g_.trans_a, g_.trans_b, DType::bf16, out_};
+  }
 
   void run(Frame& f) const override {
     const auto* a = f.in<uint16_t>(a_);

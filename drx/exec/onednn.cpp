@@ -25,10 +25,11 @@ void one_thread_here() {
   (void)set;
 }
 
+// Never destroyed: the profile's report, written at exit, may still time products.
 dnnl::engine& cpu_engine() {
-  static dnnl::engine e = [] {
+  static dnnl::engine& e = *[] {
     one_thread_here();
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return e;
 }
@@ -114,11 +115,12 @@ Matmul::Matmul(const MatmulShape& s) {
 
 void Matmul::run(const void* a, const void* b, void* c) const {
   one_thread_here();
-  thread_local dnnl::stream stream(cpu_engine());
-  thread_local std::vector<unsigned char> scratch;
-  const Impl& m = *impl_;
-  if (scratch.size() < m.scratch.get_size()) scratch.resize(m.scratch.get_size());
+  // A stream and scratch space per call (both cheap next to a product), not thread_local
+  // objects: the profile's report times products at exit, after those are destroyed.
   dnnl::engine& e = cpu_engine();
+  dnnl::stream stream(e);
+  const Impl& m = *impl_;
+  std::vector<unsigned char> scratch(m.scratch.get_size());
   dnnl::memory am(m.a, e, const_cast<void*>(a)), bm(m.b, e, const_cast<void*>(b)), cm(m.c, e, c),
       sm(m.scratch, e, scratch.data());
   m.primitive.execute(

@@ -35,9 +35,10 @@ double flops(const ProductShape& p) {
 }
 
 std::string shape_text(const ProductShape& p) {
-  std::string s = std::string(p.f64 ? "f64 " : "f32 ") + std::to_string(p.m) + "x" +
-                  std::to_string(p.n) + "x" + std::to_string(p.k) + (p.trans_a ? " A'" : "") +
-                  (p.trans_b ? " B'" : "");
+  std::string type(dtype_name(p.dtype));
+  if (p.out != p.dtype) type += "->" + std::string(dtype_name(p.out));
+  std::string s = type + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+                  std::to_string(p.k) + (p.trans_a ? " A'" : "") + (p.trans_b ? " B'" : "");
   if (p.batch != 1) s = std::to_string(p.batch) + " x " + s;
   return s;
 }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "drx/array/dtype.h"
+
 namespace drx::exec::profile {
 
 // Whether kernels are being timed (decided once, from DRX_PROFILE, unless enable() is called
@@ -24,11 +26,12 @@ bool enabled();
 void enable(const std::string& path);
 // Stops timing (the totals are kept until reset()); programs compiled while on keep their labels.
 void disable();
-// One BLAS product: `batch` calls of op(A)[m,k] op(B)[k,n].
+// One product: `batch` calls of op(A)[m,k] op(B)[k,n] (BLAS, or oneDNN for bf16).
 struct ProductShape {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   bool trans_a = false, trans_b = false;
-  bool f64 = false;
+  DType dtype = DType::f32;  // the operands': f32, f64, or bf16 (accumulated in f32)
+  DType out = DType::f32;    // the result's (bf16 operands: bf16 or f32)
 };
 // What one run of an equation's kernel does at best: the product it makes (a gemm kernel),
 // or the bytes it reads and writes (a memory-bound kernel: elementwise, reduction, copy).

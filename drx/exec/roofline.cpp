@@ -9,6 +9,7 @@
 
 #include "drx/array/error.h"
 #include "drx/exec/blas_threads.h"
+#include "drx/exec/onednn.h"
 
 namespace drx::exec::roofline {
 namespace {
@@ -59,13 +60,45 @@ double time_product(const profile::ProductShape& s) {
   });
 }
 
+// A bf16 product as drx calls oneDNN: one call per batch index on this thread. Without a
+// native oneDNN kernel drx widens to f32 and calls sgemm: timed as that sgemm.
+double time_bf16_product(const profile::ProductShape& s) {
+  profile::ProductShape f32 = s;
+  f32.dtype = f32.out = DType::f32;
+  if (!onednn::available()) return time_product<float>(f32);
+  onednn::MatmulShape m;
+  m.m = s.m;
+  m.n = s.n;
+  m.k = s.k;
+  m.lda = s.trans_a ? s.m : s.k;
+  m.ldb = s.trans_b ? s.k : s.n;
+  m.ldc = s.n;
+  m.trans_a = s.trans_a;
+  m.trans_b = s.trans_b;
+  m.out = s.out;
+  const onednn::Matmul mm(m);
+  if (!mm.native()) return time_product<float>(f32);
+  const uint16_t half = 0x3f00;  // 0.5
+  std::vector<uint16_t> a(static_cast<size_t>(s.batch * s.m * s.k), half),
+      b(static_cast<size_t>(s.batch * s.k * s.n), half);
+  std::vector<float> c(static_cast<size_t>(s.batch * s.m * s.n));
+  return best_of_runs([&] {
+    for (int64_t i = 0; i < s.batch; ++i)
+      mm.run(a.data() + i * s.m * s.k, b.data() + i * s.k * s.n, c.data() + i * s.m * s.n);
+  });
+}
+
 }  // namespace
 
 bool can_measure_threaded_blas() { return blas_threads_settable(); }
 
 double product_seconds(const profile::ProductShape& shape, int blas_threads) {
   if (shape.batch <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return 0;
-  auto once = [&] { return shape.f64 ? time_product<double>(shape) : time_product<float>(shape); };
+  // bf16 products run one call per thread (drx/exec/onednn.h): on n threads, n side by side.
+  if (shape.dtype == DType::bf16) return time_bf16_product(shape) / std::max(1, blas_threads);
+  auto once = [&] {
+    return shape.dtype == DType::f64 ? time_product<double>(shape) : time_product<float>(shape);
+  };
   if (blas_threads <= 1) {
     keep_blas_single_threaded();
     return once();
