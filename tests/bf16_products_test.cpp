@@ -343,14 +343,8 @@ TEST(ExecBf16, TheKernelIsNamed) {
   if (exec::onednn::available()) {
     EXPECT_EQ(fp.rfind("onednn 2.", 0), 0u) << fp;
     EXPECT_NE(exec::onednn::isa(), "none");
-    exec::onednn::MatmulShape s;
-    s.m = 4;
-    s.n = 3;
-    s.k = 2;
-    s.lda = 2;
-    s.ldb = 3;
-    s.ldc = 3;
-    const exec::onednn::Matmul mm(s);
+    const exec::onednn::Matmul mm(
+        exec::onednn::MatmulShape::rows_of(4, 3, 2, false, false, 4, DType::f32));
     EXPECT_FALSE(mm.implementation().empty());
     std::printf("[ bf16     ] oneDNN %s, ISA %s, a 4x2x3 product runs on %s\n",
                 exec::onednn::version().c_str(), exec::onednn::isa().c_str(),

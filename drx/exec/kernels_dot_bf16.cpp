@@ -73,17 +73,8 @@ class Bf16GemmKernel : public Kernel {
   int64_t full_rows() const { return map_body_ ? g_.m : std::min(g_.m, kRowBlock); }
 
   std::unique_ptr<onednn::Matmul> matmul(int64_t rows) const {
-    onednn::MatmulShape s;
-    s.m = rows;
-    s.n = g_.n;
-    s.k = g_.k;
-    s.lda = g_.trans_a ? g_.m : g_.k;
-    s.ldb = g_.trans_b ? g_.k : g_.n;
-    s.ldc = g_.n;
-    s.trans_a = g_.trans_a;
-    s.trans_b = g_.trans_b;
-    s.out = out_;
-    return std::make_unique<onednn::Matmul>(s);
+    return std::make_unique<onednn::Matmul>(
+        onednn::MatmulShape::rows_of(g_.m, g_.n, g_.k, g_.trans_a, g_.trans_b, rows, out_));
   }
 
   // drx's own loops: exact widening, f32 products in the same row blocks, one rounding.

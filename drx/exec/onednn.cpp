@@ -164,6 +164,21 @@ std::string isa() { return "none"; }
 
 #endif
 
+MatmulShape MatmulShape::rows_of(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                                 int64_t rows, DType out) {
+  MatmulShape s;
+  s.m = rows;
+  s.n = n;
+  s.k = k;
+  s.lda = trans_a ? m : k;
+  s.ldb = trans_b ? k : n;
+  s.ldc = n;
+  s.trans_a = trans_a;
+  s.trans_b = trans_b;
+  s.out = out;
+  return s;
+}
+
 std::string kernel_fingerprint() {
   return available() ? "onednn " + version() + " " + isa() : "drx bf16 loops";
 }

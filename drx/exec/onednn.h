@@ -42,6 +42,11 @@ struct MatmulShape {
   bool trans_a = false, trans_b = false;
   DType out = DType::f32;
   bool accumulate = false;  // C += op(A) op(B) (f32 results only)
+
+  // `rows` of the dense product op(A)[m, k] op(B)[k, n] (rows == m: all of it), its operands
+  // and result stored whole and row-major.
+  static MatmulShape rows_of(int64_t m, int64_t n, int64_t k, bool trans_a, bool trans_b,
+                             int64_t rows, DType out);
 };
 
 class Matmul {

@@ -66,17 +66,8 @@ double time_bf16_product(const profile::ProductShape& s) {
   profile::ProductShape f32 = s;
   f32.dtype = f32.out = DType::f32;
   if (!onednn::available()) return time_product<float>(f32);
-  onednn::MatmulShape m;
-  m.m = s.m;
-  m.n = s.n;
-  m.k = s.k;
-  m.lda = s.trans_a ? s.m : s.k;
-  m.ldb = s.trans_b ? s.k : s.n;
-  m.ldc = s.n;
-  m.trans_a = s.trans_a;
-  m.trans_b = s.trans_b;
-  m.out = s.out;
-  const onednn::Matmul mm(m);
+  const onednn::Matmul mm(
+      onednn::MatmulShape::rows_of(s.m, s.n, s.k, s.trans_a, s.trans_b, s.m, s.out));
   if (!mm.native()) return time_product<float>(f32);
   const uint16_t half = 0x3f00;  // 0.5
   std::vector<uint16_t> a(static_cast<size_t>(s.batch * s.m * s.k), half),
