@@ -126,6 +126,23 @@ TEST(ExecBf16, ProductsAreWithinTheBoundOfF32Accumulation) {
         }
 }
 
+TEST(ExecBf16, TransposedProductsAreOneProduct) {
+  // transpose(x^T y) as reverse mode writes weight gradients: one product into the transposed
+  // result (the product's own equation is absorbed), bf16 and f32 results.
+  const Array x = bf16_random({300, 40}, 7), y = bf16_random({300, 24}, 8);
+  for (DType out : {DType::f32, DType::bf16}) {
+    const DotDims d = {
+        {0}, {0}, {}, {}, out == DType::f32 ? std::optional(DType::f32) : std::nullopt};
+    auto f = [d](Value a, Value b) { return transpose(dot_general(a, b, d), {1, 0}); };
+    const Program p = trace(f, {Type(DType::bf16, x.shape()), Type(DType::bf16, y.shape())});
+    const Executable exe = compile(p);
+    EXPECT_EQ(exe.stats().dropped, 1u) << "the product was not folded into its transpose";
+    const Array got = exe.run({x, y})[0];
+    ASSERT_EQ(got.shape(), (Shape{24, 40}));
+    EXPECT_TRUE(WithinBound(got, reference(y, x, true, false, out)));
+  }
+}
+
 TEST(ExecBf16, BatchedProductsMatchTheirBatches) {
   const Array a = bf16_random({3, 150, 40}, 5), b = bf16_random({3, 40, 20}, 6);
   auto f = [](Value x, Value y) { return matmul(x, y, DType::f32); };

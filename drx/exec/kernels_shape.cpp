@@ -104,6 +104,7 @@ std::optional<KernelSpec> strided(const Eqn& e, const CompileContext& cx, Layout
 
 std::optional<KernelSpec> transpose(const Eqn& e, const CompileContext& cx) {
   if (std::optional<KernelSpec> gemm = transposed_dot(e, cx)) return gemm;
+  if (std::optional<KernelSpec> gemm = bf16_transposed_dot(e, cx)) return gemm;
   const VarInfo& x = cx.var(e.ins[0]);
   const auto* perm = param_ints(e, "perm");
   if (!perm || perm->size() != x.shape.size()) return std::nullopt;
