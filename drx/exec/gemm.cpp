@@ -7,7 +7,9 @@
 
 #include "drx/exec/blas_calls.h"
 #include "drx/exec/blas_threads.h"
+#include "drx/exec/kernels.h"
 #include "drx/ops/dot_general_params.h"
+#include "drx/ops/primitives.h"
 
 namespace drx::exec {
 namespace {
@@ -84,6 +86,25 @@ std::optional<Gemm> gemm_layout(const Eqn& e, const Shape& ls, const Shape& rs) 
   const int64_t limit = int64_t{1} << 31;
   if (g.m >= limit || g.n >= limit || g.k >= limit) return std::nullopt;
   return g;
+}
+
+Gemm transposed(const Gemm& g) {
+  Gemm t = g;
+  t.m = g.n;
+  t.n = g.m;
+  t.trans_a = !g.trans_b;
+  t.trans_b = !g.trans_a;
+  return t;
+}
+
+const Eqn* transposed_product(const Eqn& transpose, const CompileContext& cx) {
+  if (transpose.prim != &prims::transpose()) return nullptr;
+  const auto* perm = param_ints(transpose, "perm");
+  if (!perm || *perm != std::vector<int64_t>{1, 0} ||
+      cx.uses[static_cast<size_t>(transpose.ins[0])] != 1)
+    return nullptr;
+  const Eqn* dot = cx.producer_of(transpose.ins[0]);
+  return dot && dot->prim == &prims::dot_general() ? dot : nullptr;
 }
 
 template <class T>

@@ -23,6 +23,13 @@ struct Gemm {
 // otherwise (or for sizes beyond 32 bits).
 std::optional<Gemm> gemm_layout(const Eqn& e, const Shape& ls, const Shape& rs);
 
+// The product whose result is C^T for C = g's: C^T = op(B)^T op(A)^T, so the operands swap
+// (B first) and their flags flip.
+Gemm transposed(const Gemm& g);
+// The 2-D product `transpose` ([1, 0]) reads when nothing else reads it: the dot_general
+// equation, or null.
+const Eqn* transposed_product(const Eqn& transpose, const CompileContext& cx);
+
 // In a map_fn body (CompileOptions::map_body) each client's products are one call each on the
 // client's thread: the clients already fill drx's threads. At the top level a product's rows
 // are split into blocks of kRowBlock that drx's pool runs, each block one single-threaded call:

@@ -121,20 +121,11 @@ std::optional<GemmCall> gemm_of(int v, const CompileContext& cx) {
     if (!g) return std::nullopt;
     return GemmCall{e->ins[0], e->ins[1], v, *g};
   }
-  if (e->prim != &prims::transpose()) return std::nullopt;
-  const auto* perm = param_ints(*e, "perm");
-  if (!perm || *perm != std::vector<int64_t>{1, 0} || !only_use(cx, e->ins[0])) return std::nullopt;
-  const Eqn* dot = cx.producer_of(e->ins[0]);
-  if (!dot || dot->prim != &prims::dot_general()) return std::nullopt;
+  const Eqn* dot = transposed_product(*e, cx);
+  if (!dot) return std::nullopt;
   std::optional<Gemm> g = float_gemm(*dot, cx);
   if (!g || g->batch != 1) return std::nullopt;
-  // C^T = op(B)^T op(A)^T: the operands swap and their flags flip.
-  Gemm t = *g;
-  t.m = g->n;
-  t.n = g->m;
-  t.trans_a = !g->trans_b;
-  t.trans_b = !g->trans_a;
-  return GemmCall{dot->ins[1], dot->ins[0], v, t};
+  return GemmCall{dot->ins[1], dot->ins[0], v, transposed(*g)};
 }
 
 std::optional<KernelSpec> dot_general(const Eqn& e, const CompileContext& cx) {

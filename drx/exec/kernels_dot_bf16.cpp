@@ -107,25 +107,16 @@ class Bf16GemmKernel : public Kernel {
 }  // namespace
 
 std::optional<KernelSpec> bf16_transposed_dot(const Eqn& e, const CompileContext& cx) {
-  const auto* perm = param_ints(e, "perm");
-  if (!perm || *perm != std::vector<int64_t>{1, 0} || cx.uses[static_cast<size_t>(e.ins[0])] != 1)
-    return std::nullopt;
-  const Eqn* dot = cx.producer_of(e.ins[0]);
-  if (!dot || dot->prim != &prims::dot_general()) return std::nullopt;
+  const Eqn* dot = transposed_product(e, cx);
+  if (!dot) return std::nullopt;
   const VarInfo &l = cx.var(dot->ins[0]), &r = cx.var(dot->ins[1]);
   const DType out = cx.var(e.outs[0]).dtype;
   if (l.dtype != DType::bf16 || r.dtype != DType::bf16) return std::nullopt;
   if (out != DType::bf16 && out != DType::f32) return std::nullopt;
   std::optional<Gemm> g = gemm_layout(*dot, l.shape, r.shape);
   if (!g || g->batch != 1) return std::nullopt;
-  // C^T = op(B)^T op(A)^T: the operands swap and their flags flip.
-  Gemm t = *g;
-  t.m = g->n;
-  t.n = g->m;
-  t.trans_a = !g->trans_b;
-  t.trans_b = !g->trans_a;
-  std::optional<KernelSpec> s = spec<Bf16GemmKernel>(Alias::none, dot->ins[1], dot->ins[0],
-                                                     e.outs[0], t, out, cx.options.map_body);
+  std::optional<KernelSpec> s = spec<Bf16GemmKernel>(
+      Alias::none, dot->ins[1], dot->ins[0], e.outs[0], transposed(*g), out, cx.options.map_body);
   s->reads = std::vector<int>{dot->ins[1], dot->ins[0]};
   return s;
 }
