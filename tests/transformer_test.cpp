@@ -398,6 +398,11 @@ TEST(Transformer, PolicyIsNamedAndChecked) {
   EXPECT_EQ(drx::nn::Policy::named("bf16"), drx::nn::Policy::bf16());
   EXPECT_EQ(drx::nn::Policy::named("f32").name(), "f32");
   EXPECT_EQ(drx::nn::Policy::bf16().name(), "bf16");
+  // A tree cast to the compute dtype: floating leaves only.
+  const Tree cast = drx::jit([](Tree t) { return drx::nn::Policy::bf16().to_compute(t); })(
+      Tree::dict({{"w", Tree(Array(drx::f32, {2, 3}))}, {"ids", Tree(Array(drx::i32, {4}))}}));
+  EXPECT_EQ(cast["w"].array().dtype(), drx::bf16);
+  EXPECT_EQ(cast["ids"].array().dtype(), drx::i32);
   drx::testing::expect_error([] { drx::nn::Policy::named("fp8"); },
                              {"precision policy 'fp8'", "f32, f64, or bf16"});
   TransformerConfig c = tiny();

@@ -6,8 +6,7 @@
 #include <omp.h>
 
 #include <dnnl.hpp>
-#include <mutex>
-#include <vector>
+#include <memory>
 #endif
 
 namespace drx::exec::onednn {
@@ -120,9 +119,10 @@ void Matmul::run(const void* a, const void* b, void* c) const {
   dnnl::engine& e = cpu_engine();
   dnnl::stream stream(e);
   const Impl& m = *impl_;
-  std::vector<unsigned char> scratch(m.scratch.get_size());
+  // Not zero-filled: oneDNN writes its scratch space before reading it.
+  const auto scratch = std::make_unique_for_overwrite<unsigned char[]>(m.scratch.get_size());
   dnnl::memory am(m.a, e, const_cast<void*>(a)), bm(m.b, e, const_cast<void*>(b)), cm(m.c, e, c),
-      sm(m.scratch, e, scratch.data());
+      sm(m.scratch, e, scratch.get());
   m.primitive.execute(
       stream,
       {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});

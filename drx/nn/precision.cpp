@@ -27,7 +27,7 @@ Policy Policy::named(const std::string& name) {
 
 std::string Policy::name() const {
   if (*this == full(DType::f32)) return "f32";
-  if (param == DType::f64 && compute == DType::f64 && output == DType::f64) return "f64";
+  if (*this == full(DType::f64)) return "f64";
   if (*this == bf16()) return "bf16";
   return std::string(dtype_name(param)) + "/" + std::string(dtype_name(compute)) + "/" +
          std::string(dtype_name(output));
