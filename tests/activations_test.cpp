@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "drx/exec/executable.h"
+#include "drx/ops/primitives.h"
 #include "tests/test_util.h"
 #include "tests/transform_checks.h"
 
@@ -80,12 +81,34 @@ TEST(Activations, ValuesMatchTheFormulasIncludingLargeArguments) {
                {"clip", "exceeds"});
 }
 
+// gelu is one primitive, computing its composition 0.5 x (1 + erf(x / sqrt 2)) op for op:
+// in f32 the same bits, compiled and interpreted, and its derivative is the float64 formula's.
+TEST(Activations, GeluIsItsCompositionBitwiseAndItsDerivativeTheFormula) {
+  Array x = random_array({1000}, DType::f32, 7, -6, 6);
+  auto composed = [](Value v) { return 0.5 * v * (1.0 + erf(v * M_SQRT1_2)); };
+  const Array want = run1(composed, x);
+  EXPECT_TRUE(run1([](Value v) { return gelu(v); }, x).bitwise_equal(want));  // and compiled
+  std::vector<double> slope;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const double v = x.data<float>()[i];
+    slope.push_back(0.5 * (1 + std::erf(v / std::sqrt(2.0))) +
+                    v * std::exp(-0.5 * v * v) / std::sqrt(2 * M_PI));
+  }
+  EXPECT_TRUE(ArrayNear(jit(grad([](Value v) { return sum(gelu(v)); }))(x), slope, 1e-6, 1e-6));
+}
+
 TEST(Activations, GradientsMatchFiniteDifferencesAndVmapMatchesALoop) {
   const std::vector<OpCase> cases = {
       {"softplus", [](const std::vector<Value>& v) { return softplus(v[0]); }, {{5}}, -3, 3},
       {"log_sigmoid", [](const std::vector<Value>& v) { return log_sigmoid(v[0]); }, {{5}}, -3, 3},
       {"gelu", [](const std::vector<Value>& v) { return gelu(v[0]); }, {{5}}, -3, 3},
       {"gelu_tanh", [](const std::vector<Value>& v) { return gelu(v[0], true); }, {{5}}, -3, 3},
+      // gelu's derivative is a primitive of its own, differentiated in turn (second order).
+      {"gelu_grad",
+       [](const std::vector<Value>& v) { return emit1(prims::gelu_grad(), {v[0]}); },
+       {{5}},
+       -3,
+       3},
       {"clip",
        [](const std::vector<Value>& v) { return clip(v[0], v[1] - 2.0, v[1] + 2.0); },
        {{5}, {5}},

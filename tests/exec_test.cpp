@@ -271,7 +271,8 @@ TEST(Exec, GemmLayoutsAgainstPlainLoops) {
 }
 
 TEST(Exec, ElementwiseChainsFuseIntoOneKernel) {
-  // Two trees: t = exp(x * y + x) (t has two readers), and the result.
+  // One group: t = exp(x * y + x) has two readers, both inside the group, so it is a
+  // temporary computed once per block.
   auto f = [](Value x, Value y) {
     Value t = exp(x * y + x);
     return tanh(t * t - y) / (abs(t) + 1.0);
@@ -279,8 +280,8 @@ TEST(Exec, ElementwiseChainsFuseIntoOneKernel) {
   for (int64_t n : {64, 1000}) {  // one block, and several with a partial one
     Program p = simplify(trace(f, {f64t({n}), f64t({n})}));
     Executable exe = compile(p);
-    EXPECT_EQ(exe.stats().kernels, 2u);
-    EXPECT_EQ(exe.stats().fused, 7u);
+    EXPECT_EQ(exe.stats().kernels, 1u);
+    EXPECT_EQ(exe.stats().fused, 8u);
     EXPECT_LE(exe.stats().buffers, 1u);
     Array x = random_array({n}, f64, 3), y = random_array({n}, f64, 4);
     std::vector<double> want;
@@ -296,10 +297,46 @@ TEST(Exec, ElementwiseChainsFuseIntoOneKernel) {
   }
 }
 
+// A LayerNorm-like group: a column (per-row statistic) and a row (per-feature scale) read in
+// place, block by block, and d read by three members: one kernel, bitwise the interpreter.
+// 300 columns do not divide the 256-element blocks, so rows and columns straddle them.
+TEST(Exec, FusedGroupsReadRowsAndColumnsAndShareTemporaries) {
+  auto f = [](Value x, Value r, Value c) {
+    const Shape s = x.shape();
+    Value rows = broadcast_in_dim(r, s, {1}), cols = broadcast_in_dim(c, s, {0});
+    Value d = x - cols;
+    return (d * rows + d * d) * cols + rows / (d + 3.0);
+  };
+  for (DType dt : {DType::f64, DType::f32, DType::bf16})
+    for (int64_t n : {5, 300}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(n));
+      Program p = simplify(trace(f, {Type(dt, {7, n}), Type(dt, {n}), Type(dt, {7})}));
+      Executable exe = compile(p);
+      EXPECT_EQ(exe.stats().kernels, 1u);
+      EXPECT_EQ(exe.stats().fallbacks, 0u);
+      std::vector<Array> args = {random_array({7, n}, dt, 1, -2, 2), random_array({n}, dt, 2),
+                                 random_array({7}, dt, 3)};
+      EXPECT_TRUE(BitwiseEqual(exe.run(args), interpret(p, args)));
+      if (dt != DType::f64) continue;
+      std::vector<double> want;
+      for (int64_t i = 0; i < 7; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          const double x = args[0].data<double>()[i * n + j], r = args[1].data<double>()[j],
+                       c = args[2].data<double>()[i], d = x - c;
+          want.push_back((d * r + d * d) * c + r / (d + 3.0));
+        }
+      EXPECT_TRUE(ArrayNear(exe.run(args)[0], want, 1e-15, 1e-15));
+    }
+}
+
 TEST(Exec, ElementwiseResultsReuseDyingOperands) {
-  // h (a bias add, not fusible) dies at h * 2 and h * 2 at its exp: both run
-  // in h's buffer.
-  auto f = [](Value x, Value b) { return sum(exp(maximum(x + b, 0.0) * 2.0), {1}); };
+  // h (a product, not fusible) dies at the fused exp(max(h + b, 0) * 2), which runs in h's
+  // buffer.
+  auto f = [](Value x, Value b) {
+    Value h = matmul(x, constant(Array::from_vector<double>(
+                            {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, {4, 4})));
+    return sum(exp(maximum(h + b, 0.0) * 2.0), {1});
+  };
   Program p = simplify(trace(f, {f64t({3, 4}), f64t({4})}));
   Executable exe = compile(p);
   EXPECT_GE(exe.stats().in_place, 1u);

@@ -9,6 +9,7 @@
 
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/primitives.h"
 #include "drx/transforms/loops.h"
 #include "tests/test_util.h"
 
@@ -68,6 +69,8 @@ std::vector<Case> coverage_cases() {
                                                cos(x),
                                                erf(x),
                                                erf_inv(tanh(x) * 0.5),
+                                               gelu(x),
+                                               emit1(prims::gelu_grad(), {x}),
                                                square(x),
                                                relu(x),
                                                x + y,

@@ -20,6 +20,7 @@
 
 #include "drx/export/stablehlo.h"
 #include "drx/ops/erf_inv.h"
+#include "drx/ops/primitives.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -167,6 +168,46 @@ TEST(StablehloExportNumeric, ErfInvF64IsWithinThreeUlpOfTheKernel) {
   EXPECT_TRUE(WithinUlps(x, round_trip(p, {x}).at(0), want, 3));
 }
 
+Program gelu_program(bool derivative, const Type& t) {
+  return trace(
+      [derivative](Value x) { return derivative ? emit1(prims::gelu_grad(), {x}) : gelu(x); }, {t});
+}
+
+// gelu's and gelu_grad's expansions are their f32 kernels op for op (erf's expansion, drx's
+// exp), so an exported f32 program computes the same bits.
+TEST(StablehloExportNumeric, GeluAndItsDerivativeF32AreBitwiseTheKernels) {
+  const Array x = f32_points(4999);
+  for (bool derivative : {false, true}) {
+    SCOPED_TRACE(derivative ? "gelu_grad" : "gelu");
+    const Program p = gelu_program(derivative, Type(DType::f32, x.shape()));
+    const Array want = run(p, {x}).at(0);
+    EXPECT_TRUE(WithinUlps(x, round_trip(p, {x}).at(0),
+                           std::vector<float>(want.data<float>(), want.data<float>() + x.size()),
+                           0));
+  }
+}
+
+// In f64 the kernels use std::erf and std::exp, the expansions drx's erf (within 1 ulp) and
+// the backend's exp: close in absolute terms (1 + erf(x) cancels for x << 0, so not in ulps).
+TEST(StablehloExportNumeric, GeluAndItsDerivativeF64FollowTheKernels) {
+  const Array x = f64_points(1 << 14, 12.0, 11);
+  for (bool derivative : {false, true}) {
+    SCOPED_TRACE(derivative ? "gelu_grad" : "gelu");
+    const Program p = gelu_program(derivative, Type(DType::f64, x.shape()));
+    const Array want = run(p, {x}).at(0), got = round_trip(p, {x}).at(0);
+    double worst = 0;
+    for (int64_t i = 0; i < x.size(); ++i) {
+      const double w = want.data<double>()[i], g = got.data<double>()[i];
+      if (std::isnan(w) || std::isnan(g)) {
+        EXPECT_EQ(std::isnan(w), std::isnan(g)) << "at x = " << x.data<double>()[i];
+        continue;
+      }
+      worst = std::max(worst, std::fabs(g - w) / (1.0 + std::fabs(x.data<double>()[i])));
+    }
+    EXPECT_LE(worst, 1e-15);
+  }
+}
+
 TEST(StablehloExportNumeric, HalfPrecisionErfComputesInF32) {
   for (DType d : {DType::bf16, DType::f16}) {
     const Array x = random_array({64}, d, 3, -3, 3);
@@ -238,6 +279,8 @@ TEST(StablehloExportNumeric, GenericFormsParseWithMlirOpt) {
   for (DType d : {DType::f32, DType::f64, DType::bf16}) {
     programs.push_back(unary(drx::erf, Type(d, {3})));
     programs.push_back(unary(drx::erf_inv, Type(d, {2, 2})));
+    programs.push_back(gelu_program(false, Type(d, {3})));
+    programs.push_back(gelu_program(true, Type(d, {3})));
     programs.push_back(trace([](Value x) { return cumsum(x, 1, true); }, {Type(d, {2, 5})}));
   }
   programs.push_back(trace([](Value x) { return cumsum(x, 0); }, {Type(DType::i32, {4})}));

@@ -1,24 +1,26 @@
-// Fusion of elementwise chains. A tree of float elementwise equations whose
-// intermediate results each have exactly one reader, inside the tree, runs as
-// one kernel at the tree's root: the result is computed in blocks small enough
-// for L1, every operation of the tree running over a block before the next
-// block starts, so the intermediates never reach memory. Each operation is the
-// same scalar function as unfused, in the same precision, so results are
-// bitwise unchanged.
+// Fusion of elementwise chains. A group of float elementwise equations whose
+// intermediate results are read only inside the group (each by one or more
+// members) runs as one kernel at the group's root: the result is computed in
+// blocks small enough for L1, every operation of the group running over a
+// block before the next block starts, so the intermediates never reach memory.
+// Each operation is the same scalar function as unfused, in the same
+// precision, so results are bitwise unchanged.
 //
-// A tree computes in f64, or in f32 with some of its values stored as bf16: a
+// A group computes in f64, or in f32 with some of its values stored as bf16: a
 // bf16 operation computes in f32 and rounds its block to bf16 (and back), as
 // the reference computes bf16 (Primitive::evaluate); conversions between f32
 // and bf16 are members too (a rounding, or nothing), so a mixed-precision
 // chain such as gelu(x) then astype(bf16) is one pass.
 //
-// Operands from outside the tree are read in full or, when they are a
-// broadcast of one element, as a scalar. Equations reading a broadcast row or
-// column keep their own kernel.
+// Operands from outside the group are read in full, as a scalar, or as a row
+// or column repeated over the result (a bias, a LayerNorm statistic), laid out
+// block by block, through the broadcast_in_dim that made them.
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "drx/array/half.h"
+#include "drx/exec/bf16_blocks.h"
 #include "drx/exec/kernels.h"
 #include "drx/ops/primitives.h"
 
@@ -48,11 +50,22 @@ void copy_block(const T* a, const T*, T* y, int64_t n) {
   std::copy(a, a + n, y);
 }
 
-// Where an op finds an operand: a temporary of the kernel, or input k (read in
-// full, or as a scalar).
+// How a fused op reads a value from outside the tree: all of it, one scalar, or a row
+// (x[j % cols]) or column (x[j / cols]) repeated over the result, read through the
+// broadcast_in_dim that made it.
+struct Access {
+  enum Kind { full, scalar, row, col } kind = full;
+  int var = -1;
+  int64_t cols = 0;  // row and col: the result's row length
+  bool operator<(const Access& o) const {
+    return std::tie(var, kind, cols) < std::tie(o.var, o.kind, o.cols);
+  }
+};
+
+// Where an op finds an operand: a temporary of the kernel, or input k.
 struct Src {
-  enum Kind { temp, full, scalar } kind = full;
-  int index = 0;
+  bool temp = false;
+  int index = -1;
 };
 
 template <class T>
@@ -63,12 +76,28 @@ struct Step {
   bool round = false;  // the op's result is bf16: rounded after it runs
 };
 
-// One input of the kernel: read in full or as one scalar, stored as T or as bf16.
+// One input of the kernel, stored as T or as bf16.
 struct Input {
-  int var = -1;
-  bool full = true;
+  Access access;
   bool bf16 = false;
+  // Read through a block of the kernel's own (widened, or a row or column laid out) rather
+  // than in place.
+  bool staged() const { return bf16 || access.kind == Access::row || access.kind == Access::col; }
 };
+
+// Lays out elements [i0, i0 + w) of a row or column broadcast of x.
+template <class E>
+void expand(const E* x, const Access& a, int64_t i0, int64_t w, E* out) {
+  int64_t r = i0 / a.cols, o = i0 % a.cols;
+  for (int64_t j = 0; j < w; ++r, o = 0) {
+    const int64_t len = std::min(a.cols - o, w - j);
+    if (a.kind == Access::row)
+      std::copy(x + o, x + o + len, out + j);
+    else
+      std::fill(out + j, out + j + len, x[r]);
+    j += len;
+  }
+}
 
 // T: the type the ops compute in (float or double); bf16 values (with T float)
 // are widened as they are read and rounded as they are written.
@@ -84,37 +113,47 @@ class FusedKernel : public Kernel {
         out_(out),
         out_bf16_(out_bf16),
         n_(n),
-        steps_(std::move(steps)) {
-    for (const Input& in : inputs_) any_bf16_input_ = any_bf16_input_ || in.bf16;
-  }
+        steps_(std::move(steps)) {}
 
   void run(Frame& f) const override {
     const size_t num_inputs = inputs_.size();
     const void* in[kMaxOps * 2];
-    for (size_t k = 0; k < num_inputs; ++k) in[k] = f.in(inputs_[k].var);
+    for (size_t k = 0; k < num_inputs; ++k) in[k] = f.in(inputs_[k].access.var);
     void* y = f.out(out_);
     alignas(64) T tmp[kMaxOps][kBlock];
     alignas(64) T root[kBlock];
-    // bf16 inputs widened: a block at a time, or a scalar once.
-    alignas(64) T wide[kMaxOps * 2][kBlock];
-    if (any_bf16_input_)
-      for (size_t k = 0; k < num_inputs; ++k)
-        if (inputs_[k].bf16 && !inputs_[k].full)
-          wide[k][0] = static_cast<T>(bf16_to_float(*static_cast<const uint16_t*>(in[k])));
+    // Staged inputs: a block at a time (bf16 widened; rows and columns laid out), or a
+    // widened bf16 scalar once.
+    alignas(64) T staged[kMaxOps * 2][kBlock];
+    alignas(64) uint16_t narrow[kBlock];
+    for (size_t k = 0; k < num_inputs; ++k)
+      if (inputs_[k].bf16 && inputs_[k].access.kind == Access::scalar)
+        staged[k][0] = static_cast<T>(bf16_to_float(*static_cast<const uint16_t*>(in[k])));
     for (int64_t i0 = 0; i0 < n_; i0 += kBlock) {
       const int64_t w = std::min(kBlock, n_ - i0);
-      if (any_bf16_input_)
-        for (size_t k = 0; k < num_inputs; ++k)
-          if (inputs_[k].bf16 && inputs_[k].full) {
-            const uint16_t* x = static_cast<const uint16_t*>(in[k]) + i0;
-            for (int64_t j = 0; j < w; ++j) wide[k][j] = static_cast<T>(bf16_to_float(x[j]));
+      for (size_t k = 0; k < num_inputs; ++k) {
+        const Input& input = inputs_[k];
+        if (!input.staged() || input.access.kind == Access::scalar) continue;
+        if constexpr (std::is_same_v<T, float>) {
+          if (input.bf16) {
+            const auto* x = static_cast<const uint16_t*>(in[k]);
+            if (input.access.kind == Access::full) {
+              widen_bf16(x + i0, staged[k], w);
+              continue;
+            }
+            expand(x, input.access, i0, w, narrow);
+            widen_bf16(narrow, staged[k], w);
+            continue;
           }
+        }
+        expand(static_cast<const T*>(in[k]), input.access, i0, w, staged[k]);
+      }
       auto ptr = [&](const Src& s) -> const T* {
-        if (s.kind == Src::temp) return tmp[s.index];
+        if (s.temp) return tmp[s.index];
         const Input& input = inputs_[static_cast<size_t>(s.index)];
-        if (input.bf16) return wide[s.index];
+        if (input.staged()) return staged[s.index];
         const T* x = static_cast<const T*>(in[s.index]);
-        return s.kind == Src::full ? x + i0 : x;
+        return input.access.kind == Access::full ? x + i0 : x;
       };
       for (const Step<T>& st : steps_) {
         const T* a = ptr(st.a);
@@ -122,13 +161,12 @@ class FusedKernel : public Kernel {
         if (st.dst >= 0) {
           T* dst = tmp[st.dst];
           st.fn(a, b, dst, w);
-          if (st.round)
-            for (int64_t j = 0; j < w; ++j)
-              dst[j] = static_cast<T>(bf16_to_float(float_to_bf16(static_cast<float>(dst[j]))));
+          if constexpr (std::is_same_v<T, float>)
+            if (st.round) round_to_bf16(dst, w);
         } else if (out_bf16_) {
           st.fn(a, b, root, w);
-          uint16_t* out = static_cast<uint16_t*>(y) + i0;
-          for (int64_t j = 0; j < w; ++j) out[j] = float_to_bf16(static_cast<float>(root[j]));
+          if constexpr (std::is_same_v<T, float>)
+            narrow_to_bf16(root, static_cast<uint16_t*>(y) + i0, w);
         } else {
           st.fn(a, b, static_cast<T*>(y) + i0, w);
         }
@@ -142,18 +180,21 @@ class FusedKernel : public Kernel {
   bool out_bf16_;
   int64_t n_;
   std::vector<Step<T>> steps_;
-  bool any_bf16_input_ = false;
 };
 
-// How equation operand v is read by a fused op: the variable and whether in
-// full; nullopt when only a kernel of its own can read it (a row or column).
-std::optional<std::pair<int, bool>> outside_operand(int v, const CompileContext& cx) {
+// How equation operand v is read by a fused op; nullopt when only a kernel of its own can
+// read it (a broadcast that is no scalar, row or column of the result).
+std::optional<Access> outside_operand(int v, const CompileContext& cx) {
   const Eqn* b = cx.producer_of(v);
   std::optional<Layout> l = b ? broadcast_layout(*b, cx) : std::nullopt;
-  if (!l) return std::pair<int, bool>(v, true);
+  if (!l) return Access{Access::full, v, 0};
   if (l->shape.empty() || (l->shape.size() == 1 && l->stride[0] == 0))
-    return std::pair<int, bool>(b->ins[0], false);
-  if (l->shape.size() == 1 && l->stride[0] == 1) return std::pair<int, bool>(b->ins[0], true);
+    return Access{Access::scalar, b->ins[0], 0};
+  if (l->shape.size() == 1 && l->stride[0] == 1) return Access{Access::full, b->ins[0], 0};
+  if (l->shape.size() == 2 && l->stride[0] == 0 && l->stride[1] == 1)
+    return Access{Access::row, b->ins[0], l->shape[1]};
+  if (l->shape.size() == 2 && l->stride[0] == 1 && l->stride[1] == 0)
+    return Access{Access::col, b->ins[0], l->shape[1]};
   return std::nullopt;
 }
 
@@ -161,28 +202,26 @@ template <class T>
 std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const CompileContext& cx,
                                      std::vector<int>& reads) {
   const Program& p = cx.program;
-  std::map<int, int> temp_of;                  // member result -> temporary
-  std::map<std::pair<int, bool>, int> inputs;  // (variable, full) -> input index
-  std::vector<Input> input_list;
+  std::map<int, int> temp_of;      // member result -> temporary
+  std::map<Access, int> input_of;  // how a value is read -> input index
+  std::vector<Input> inputs;
   std::vector<Step<T>> steps;
   for (size_t m = 0; m < members.size(); ++m) {
     const Eqn& e = p.eqns[members[m]];
     Step<T> st;
     Src srcs[2];
-    srcs[1].index = -1;
     bool full[2] = {true, true};
     for (size_t k = 0; k < e.ins.size(); ++k) {
       auto t = temp_of.find(e.ins[k]);
       if (t != temp_of.end()) {
-        srcs[k] = Src{Src::temp, t->second};
+        srcs[k] = Src{true, t->second};
         continue;
       }
-      std::pair<int, bool> o = *outside_operand(e.ins[k], cx);
-      auto [it, added] = inputs.emplace(o, static_cast<int>(input_list.size()));
-      if (added)
-        input_list.push_back(Input{o.first, o.second, cx.var(o.first).dtype == DType::bf16});
-      srcs[k] = Src{o.second ? Src::full : Src::scalar, it->second};
-      full[k] = o.second;
+      const Access a = *outside_operand(e.ins[k], cx);
+      auto [it, added] = input_of.emplace(a, static_cast<int>(inputs.size()));
+      if (added) inputs.push_back(Input{a, cx.var(a.var).dtype == DType::bf16});
+      srcs[k] = Src{false, it->second};
+      full[k] = a.kind != Access::scalar;
     }
     if (const ScalarKernel* op = fusible_kernel(e))
       st.fn = op->loop<T>(full[0], full[1]);
@@ -198,10 +237,10 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
     steps.push_back(st);
   }
   reads.clear();
-  for (const Input& in : input_list) reads.push_back(in.var);
+  for (const Input& in : inputs) reads.push_back(in.access.var);
   const Eqn& root = p.eqns[members.back()];
   const int64_t n = num_elements(cx.var(root.outs[0]).shape);
-  return std::make_unique<FusedKernel<T>>(std::move(input_list), root.outs[0],
+  return std::make_unique<FusedKernel<T>>(std::move(inputs), root.outs[0],
                                           cx.var(root.outs[0]).dtype == DType::bf16, n,
                                           std::move(steps));
 }
@@ -214,15 +253,15 @@ std::unique_ptr<Kernel> build_any(const std::vector<size_t>& members, const Comp
 }
 
 // Equation i runs as (part of) a fused kernel: arithmetic on f32, f64 or bf16 with every
-// operand of the result's dtype, or a cast between f32 and bf16; operands read in full or as
-// a scalar (a cast: in full).
+// operand of the result's dtype, or a cast between f32 and bf16; operands read in full, as a
+// scalar, or as a row or column (a cast: not as a scalar).
 bool can_fuse(size_t i, const CompileContext& cx) {
   const Eqn& e = cx.program.eqns[i];
   if (e.outs.size() != 1) return false;
   const DType dt = cx.var(e.outs[0]).dtype;
   if (is_bf16_cast(e, cx)) {
-    const std::optional<std::pair<int, bool>> o = outside_operand(e.ins[0], cx);
-    return o && o->second;
+    const std::optional<Access> a = outside_operand(e.ins[0], cx);
+    return a && a->kind != Access::scalar;
   }
   const ScalarKernel* op = fusible_kernel(e);
   if (!op) return false;
@@ -265,27 +304,45 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
     if (c.alias != Alias::elementwise && !is_bf16_cast(e, cx)) continue;
     fusible[i] = can_fuse(i, cx);
   }
-  // group[i]: the members of the tree rooted at i, in program order.
+  // readers[v]: the equations reading v, once per operand slot.
+  std::vector<std::vector<size_t>> readers(cx.vars.size());
+  for (size_t i = 0; i < num_eqns; ++i)
+    for (int v : p.eqns[i].ins) readers[static_cast<size_t>(v)].push_back(i);
+  // group[i]: the members of the group rooted at i, in program order; in_group[j]: the root
+  // of the group holding j. A group is a DAG: a member's result may be read by several later
+  // members, but only by members (one temporary, computed once per block).
   std::vector<std::vector<size_t>> group(num_eqns);
+  std::vector<int64_t> in_group(num_eqns, -1);
   for (size_t i = 0; i < num_eqns; ++i) {
     if (!fusible[i]) continue;
-    const Eqn& e = p.eqns[i];
-    const int64_t n = num_elements(cx.var(e.outs[0]).shape);
-    std::vector<size_t> members;
-    for (size_t k = 0; k < e.ins.size(); ++k) {
-      const int v = e.ins[k];
-      const int src = cx.producer[static_cast<size_t>(v)];
-      if (src < 0 || !fusible[static_cast<size_t>(src)] || cx.uses[static_cast<size_t>(v)] != 1 ||
-          num_elements(cx.var(v).shape) != n || group[static_cast<size_t>(src)].empty() ||
-          computes_f64(static_cast<size_t>(src), cx) != computes_f64(i, cx))
-        continue;
-      std::vector<size_t>& sub = group[static_cast<size_t>(src)];
-      if (members.size() + sub.size() + 1 > kMaxOps) continue;
-      members.insert(members.end(), sub.begin(), sub.end());
-      sub.clear();
+    const int64_t n = num_elements(cx.var(p.eqns[i].outs[0]).shape);
+    std::vector<size_t> members{i};
+    in_group[i] = static_cast<int64_t>(i);
+    // Absorbs a producer's group once all readers of its result are members, until none is
+    // left to absorb.
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t m = 0; m < members.size(); ++m) {
+        for (int v : p.eqns[members[m]].ins) {
+          const int src = cx.producer[static_cast<size_t>(v)];
+          if (src < 0 || !fusible[static_cast<size_t>(src)]) continue;
+          const auto s = static_cast<size_t>(src);
+          if (in_group[s] != src || group[s].empty()) continue;  // a member, or absorbed
+          const std::vector<size_t>& rs = readers[static_cast<size_t>(v)];
+          if (cx.uses[static_cast<size_t>(v)] != static_cast<int>(rs.size()) ||
+              num_elements(cx.var(v).shape) != n || computes_f64(s, cx) != computes_f64(i, cx) ||
+              members.size() + group[s].size() > kMaxOps ||
+              !std::all_of(rs.begin(), rs.end(),
+                           [&](size_t r) { return in_group[r] == static_cast<int64_t>(i); }))
+            continue;
+          for (size_t g : group[s]) in_group[g] = static_cast<int64_t>(i);
+          members.insert(members.end(), group[s].begin(), group[s].end());
+          group[s].clear();
+          grew = true;
+        }
+      }
     }
     std::sort(members.begin(), members.end());
-    members.push_back(i);
     group[i] = std::move(members);
   }
   for (size_t i = 0; i < num_eqns; ++i) {

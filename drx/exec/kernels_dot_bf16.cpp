@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "drx/array/half.h"
+#include "drx/exec/bf16_blocks.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/gemm.h"
 #include "drx/exec/kernels.h"
@@ -81,7 +81,7 @@ class Bf16GemmKernel : public Kernel {
   void run_widened(const uint16_t* a, const uint16_t* b, void* c) const {
     auto widen = [](const uint16_t* x, int64_t n) {
       std::vector<float> w(static_cast<size_t>(n));
-      for (int64_t j = 0; j < n; ++j) w[static_cast<size_t>(j)] = bf16_to_float(x[j]);
+      widen_bf16(x, w.data(), n);
       return w;
     };
     const std::vector<float> a32 = widen(a, g_.batch * g_.m * g_.k);
@@ -93,8 +93,7 @@ class Bf16GemmKernel : public Kernel {
     }
     std::vector<float> c32(static_cast<size_t>(size));
     gemm_all<float>(g_, a32.data(), b32.data(), c32.data(), 1, 0, map_body_);
-    auto* out = static_cast<uint16_t*>(c);
-    for (int64_t j = 0; j < size; ++j) out[j] = float_to_bf16(c32[static_cast<size_t>(j)]);
+    narrow_to_bf16(c32.data(), static_cast<uint16_t*>(c), size);
   }
 
   int a_, b_, c_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "drx/array/half.h"
+#include "drx/exec/bf16_blocks.h"
 #include "drx/exec/kernels.h"
 #include "drx/ops/primitives.h"
 
@@ -272,13 +273,13 @@ class Bf16ConvertKernel : public Kernel {
     if (from_ == DType::f32) {
       const float* x = f.in<float>(x_);
       auto* y = f.out<uint16_t>(y_);
-      for (int64_t i = 0; i < n_; ++i) y[i] = float_to_bf16(x[i]);
+      narrow_to_bf16(x, y, n_);
       return;
     }
     const auto* x = f.in<uint16_t>(x_);
     if (to_ == DType::f32) {
       float* y = f.out<float>(y_);
-      for (int64_t i = 0; i < n_; ++i) y[i] = bf16_to_float(x[i]);
+      widen_bf16(x, y, n_);
     } else {
       double* y = f.out<double>(y_);
       for (int64_t i = 0; i < n_; ++i) y[i] = static_cast<double>(bf16_to_float(x[i]));

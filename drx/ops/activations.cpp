@@ -5,6 +5,7 @@
 
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 DRX_PUBLIC_OPS_FILE(ops_activations);
 
@@ -29,7 +30,7 @@ Value gelu(const Value& x, bool approximate) {
     const double k = std::sqrt(2.0 / M_PI);
     return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
   }
-  return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  return emit1(prims::gelu(), {x});
 }
 
 DRX_PUBLIC_OP(

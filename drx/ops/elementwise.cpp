@@ -303,6 +303,76 @@ class ErfPrim : public UnaryPrim<Erf, Domain::floating> {
   }
 };
 
+// ---- GELU (exact form) and its derivative ------------------------------------
+// One primitive each, as PyTorch's and oneDNN's kernels are, so that reverse mode keeps x
+// alone for the backward pass rather than the four intermediates of the composition
+// 0.5 x (1 + erf(x / sqrt 2)). gelu computes that composition's ops in the same order and
+// precision, so its bits are the composition's (in f32 and f64; bf16 rounds once).
+constexpr double kInvSqrt2Pi = 0.398942280401432677940;  // 1 / sqrt(2 pi)
+
+struct Gelu {
+  template <class T>
+  T operator()(T v) const {
+    const T e = Erf{}(static_cast<T>(v * static_cast<T>(M_SQRT1_2)));
+    return static_cast<T>(static_cast<T>(0.5) * v) * static_cast<T>(T{1} + e);
+  }
+};
+
+// d gelu(x) = Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi).
+struct GeluGrad {
+  template <class T>
+  T operator()(T v) const {
+    const T a = static_cast<T>(v * static_cast<T>(M_SQRT1_2));
+    const T cdf = static_cast<T>(static_cast<T>(0.5) * static_cast<T>(T{1} + Erf{}(a)));
+    const T pdf = static_cast<T>(Exp{}(static_cast<T>(-(a * a))) * static_cast<T>(kInvSqrt2Pi));
+    return static_cast<T>(cdf + static_cast<T>(v * pdf));
+  }
+};
+
+// The same ops as StableHLO, with erf expanded as ErfPrim lowers it.
+std::string erf_of(FloatOps& f, const std::string& x, bool f64) {
+  return f64 ? erf_expansion(f, kErfSmallF64, kErfcxNumF64, kErfcxDenF64, 6.0, x)
+             : erf_expansion(f, kErfSmallF32, kErfcxNumF32, kErfcxDenF32, 4.0, x);
+}
+std::string gelu_expansion(FloatOps& f, const std::string& x, bool f64) {
+  const std::string e = erf_of(f, f.mul(x, f.k(M_SQRT1_2)), f64);
+  return f.mul(f.mul(f.k(0.5), x), f.add(f.k(1.0), e));
+}
+std::string gelu_grad_expansion(FloatOps& f, const std::string& x, bool f64) {
+  const std::string a = f.mul(x, f.k(M_SQRT1_2));
+  const std::string cdf = f.mul(f.k(0.5), f.add(f.k(1.0), erf_of(f, a, f64)));
+  const std::string pdf =
+      f.mul(f.op("stablehlo.exponential", f.neg(f.mul(a, a))), f.k(kInvSqrt2Pi));
+  return f.add(cdf, f.mul(x, pdf));
+}
+
+class GeluPrim : public UnaryPrim<Gelu, Domain::floating> {
+ public:
+  GeluPrim()
+      : UnaryPrim("gelu", "", [](const Value& x, const Value&, const Value& t) {
+          return t * emit1(prims::gelu_grad(), {x});
+        }) {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    lower_expansion(
+        em, [](FloatOps& f, const std::string& x) { return gelu_expansion(f, x, false); },
+        [](FloatOps& f, const std::string& x) { return gelu_expansion(f, x, true); });
+  }
+};
+
+// d^2 gelu(x) = phi(x) (2 - x^2).
+class GeluGradPrim : public UnaryPrim<GeluGrad, Domain::floating> {
+ public:
+  GeluGradPrim()
+      : UnaryPrim("gelu_grad", "", [](const Value& x, const Value&, const Value& t) {
+          return t * ((kInvSqrt2Pi * exp(-0.5 * (x * x))) * (2.0 - x * x));
+        }) {}
+  void lower(StableHloEmitter& em, const Params&) const override {
+    lower_expansion(
+        em, [](FloatOps& f, const std::string& x) { return gelu_grad_expansion(f, x, false); },
+        [](FloatOps& f, const std::string& x) { return gelu_grad_expansion(f, x, true); });
+  }
+};
+
 // erf_inv, f32: erf_inv_f32 (drx/ops/erf_inv.h) op for op, so it is bitwise
 // the kernel's: both branches of Giles' polynomial, chosen by w < 5.
 std::string erf_inv_f32_expansion(FloatOps& f, const std::string& x) {
@@ -388,6 +458,8 @@ DRX_PRIMITIVE_FAMILY(elementwise_unary) {
   registry.add(prims::sin());
   registry.add(prims::erf());
   registry.add(prims::erf_inv());
+  registry.add(prims::gelu());
+  registry.add(prims::gelu_grad());
   registry.add(prims::cbrt());
   registry.add(prims::expm1());
   registry.add(prims::round_away());
@@ -485,6 +557,16 @@ const Primitive& erf() {
 
 const Primitive& erf_inv() {
   static const ErfInvPrim p;
+  return p;
+}
+
+const Primitive& gelu() {
+  static const GeluPrim p;
+  return p;
+}
+
+const Primitive& gelu_grad() {
+  static const GeluGradPrim p;
   return p;
 }
 

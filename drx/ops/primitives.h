@@ -22,6 +22,8 @@ const Primitive& sin();
 const Primitive& cos();
 const Primitive& erf();
 const Primitive& erf_inv();
+const Primitive& gelu();       // exact form: 0.5 x (1 + erf(x / sqrt 2))
+const Primitive& gelu_grad();  // its derivative
 const Primitive& cbrt();
 const Primitive& expm1();
 const Primitive& round_away();
