@@ -163,6 +163,80 @@ TEST(ExecBf16, BatchedProductsMatchTheirBatches) {
   }
 }
 
+// The reference plus an f32 bias row, with one more f32 rounding in the bound.
+Reference with_bias(Reference r, const Array& bias) {
+  const int64_t n = bias.size();
+  for (size_t i = 0; i < r.c.size(); ++i) {
+    r.c[i] += bias.element_as_double(static_cast<int64_t>(i) % n);
+    r.bound[i] += std::ldexp(std::abs(r.c[i]) + r.bound[i], -24);
+  }
+  return r;
+}
+
+// A bias add on a bf16 product's f32 result is part of the product (oneDNN adds it as it
+// writes): one kernel, within the bound.
+TEST(ExecBf16, BiasAddsFoldIntoTheProduct) {
+  const Array x = bf16_random({300, 48}, 31), w = bf16_random({48, 40}, 32);
+  const Array bias = random_array({40}, DType::f32, 33, -1, 1);
+  const Program p = simplify(trace(
+      [](Value a, Value b, Value c) {
+        return matmul(a, b, DType::f32) + broadcast_in_dim(c, {300, 40}, {1});
+      },
+      {Type(DType::bf16, x.shape()), Type(DType::bf16, w.shape()), Type(DType::f32, {40})}));
+  const Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().kernels, 1u);
+  const Reference ref = with_bias(reference(x, w, false, false, DType::f32), bias);
+  EXPECT_TRUE(WithinBound(exe.run({x, w, bias})[0], ref));
+  EXPECT_TRUE(WithinBound(interpret(p, {x, w, bias})[0], ref));
+}
+
+// In a client's body a batch of products (attention's, per head) is one call, and a biased
+// product one call: each client's results within the bound, bitwise on 1-3 devices.
+TEST(ExecBf16, ClientBatchesAndBiasesAreOneCallEach) {
+  constexpr int64_t kClients = 5;
+  auto round = program(
+      {{"clients", kClients}},
+      [](Value w, Value bias, Value xs, Value ys) -> std::vector<Value> {
+        return map_fn(
+            [](Value wi, Value bi, Value xi, Value yi) -> std::vector<Value> {
+              Value biased = matmul(xi, wi, DType::f32) + broadcast_in_dim(bi, {70, 24}, {1});
+              DotDims batched{{2}, {1}, {0}, {0}};
+              batched.preferred_element_type = DType::f32;
+              return {biased, dot_general(yi, yi, batched)};
+            },
+            broadcast(w), broadcast(bias), xs, ys);
+      },
+      {"", "", "clients", "clients"});
+  const Array w = bf16_random({32, 24}, 41), bias = random_array({24}, DType::f32, 42, -1, 1);
+  const Array xs = bf16_random({kClients, 70, 32}, 43), ys = bf16_random({kClients, 6, 9, 9}, 44);
+  const Program p = trace(round, {Type(DType::bf16, w.shape()), Type(DType::f32, bias.shape()),
+                                  Type(DType::bf16, xs.shape()), Type(DType::bf16, ys.shape())});
+  const std::vector<Array> one = compile(p, Mesh({{"clients", 1}})).run({w, bias, xs, ys});
+  for (int64_t c = 0; c < kClients; ++c) {
+    const Array xc = jit([c](Value v) {
+      return squeeze(slice(v, {c, 0, 0}, {c + 1, 70, 32}), {0});
+    })(xs);
+    const Array got = jit([c](Value v) {
+      return squeeze(slice(v, {c, 0, 0}, {c + 1, 70, 24}), {0});
+    })(one[0]);
+    EXPECT_TRUE(WithinBound(got, with_bias(reference(xc, w, false, false, DType::f32), bias)))
+        << "client " << c;
+    for (int64_t h = 0; h < 6; ++h) {
+      const Array yh = jit([c, h](Value v) {
+        return reshape(slice(v, {c, h, 0, 0}, {c + 1, h + 1, 9, 9}), {9, 9});
+      })(ys);
+      const Array gh = jit([c, h](Value v) {
+        return reshape(slice(v, {c, h, 0, 0}, {c + 1, h + 1, 9, 9}), {9, 9});
+      })(one[1]);
+      EXPECT_TRUE(WithinBound(gh, reference(yh, yh, false, false, DType::f32)))
+          << "client " << c << " product " << h;
+    }
+  }
+  for (int devices : {2, 3})
+    EXPECT_TRUE(BitwiseEqual(compile(p, Mesh({{"clients", devices}})).run({w, bias, xs, ys}), one))
+        << devices << " devices";
+}
+
 TEST(ExecBf16, ProductsAreBitwiseTheSameUnderAnyThreadCount) {
   const Array a = bf16_random({700, 96}, 11), b = bf16_random({96, 130}, 12);
   auto f = [](Value x, Value y) {

@@ -29,6 +29,9 @@ Gemm transposed(const Gemm& g);
 // The 2-D product `transpose` ([1, 0]) reads when nothing else reads it: the dot_general
 // equation, or null.
 const Eqn* transposed_product(const Eqn& transpose, const CompileContext& cx);
+// The row v repeats when v is a broadcast of one row of n = g.n elements over the product's
+// rows (a bias): that row's variable, else -1.
+int bias_row(int v, const Gemm& g, const CompileContext& cx);
 
 // In a map_fn body (CompileOptions::map_body) each client's products are one call each on the
 // client's thread: the clients already fill drx's threads. At the top level a product's rows

@@ -144,9 +144,9 @@ int scalar_source(int v, const CompileContext& cx) {
   return e->ins[0];
 }
 
-// The row v repeats when v is a broadcast of one row of n = g.n elements over the product's
-// rows (a bias), else -1.
-int repeated_row(int v, const Gemm& g, const CompileContext& cx) {
+}  // namespace
+
+int bias_row(int v, const Gemm& g, const CompileContext& cx) {
   const Eqn* e = cx.producer_of(v);
   std::optional<Layout> l = e ? broadcast_layout(*e, cx) : std::nullopt;
   if (!l || l->offset != 0 || l->shape.size() != 2 || l->stride[0] != 0 || l->stride[1] != 1 ||
@@ -154,8 +154,6 @@ int repeated_row(int v, const Gemm& g, const CompileContext& cx) {
     return -1;
   return e->ins[0];
 }
-
-}  // namespace
 
 std::optional<KernelSpec> transposed_dot(const Eqn& e, const CompileContext& cx) {
   std::optional<GemmCall> call = gemm_of(e.outs[0], cx);
@@ -186,13 +184,17 @@ std::optional<KernelSpec> accumulated_dot(const Eqn& e, const CompileContext& cx
     }
     if (!only_use(cx, product)) continue;
     std::optional<GemmCall> call = gemm_of(product, cx);
-    if (!call) continue;
+    if (!call) {
+      if (scale < 0 && !subtract)
+        if (std::optional<KernelSpec> s = bf16_biased_dot(product, w, out, cx)) return s;
+      continue;
+    }
     call->c = out;
     call->w = w;
     call->scale = scale;
     call->sign = subtract ? -1 : 1;
     Alias alias = Alias::first;
-    if (const int row = repeated_row(w, call->g, cx); row >= 0) {
+    if (const int row = bias_row(w, call->g, cx); row >= 0) {
       call->w = row;
       call->w_is_row = true;
       alias = Alias::none;

@@ -23,10 +23,11 @@
 namespace drx::exec {
 namespace {
 
+// C = A B, or A B + bias (an f32 row added to every row of an f32 result).
 class Bf16GemmKernel : public Kernel {
  public:
-  Bf16GemmKernel(int a, int b, int c, Gemm g, DType out, bool map_body)
-      : a_(a), b_(b), c_(c), g_(g), out_(out), map_body_(map_body) {
+  Bf16GemmKernel(int a, int b, int c, Gemm g, DType out, bool map_body, int bias = -1)
+      : a_(a), b_(b), c_(c), bias_(bias), g_(g), out_(out), map_body_(map_body) {
     if (!onednn::available() || g.m == 0 || g.n == 0 || g.k == 0) return;
     try {
       const int64_t full = full_rows();
@@ -44,37 +45,58 @@ class Bf16GemmKernel : public Kernel {
 
   KernelKind kind() const override { return KernelKind::gemm; }
   std::optional<profile::ProductShape> product() const override {
-    return profile::ProductShape{g_.batch,   g_.m,       g_.n,        g_.k,
-                                 g_.trans_a, g_.trans_b, DType::bf16, out_};
+    return profile::ProductShape{g_.batch,   g_.m,        g_.n, g_.k,     g_.trans_a,
+                                 g_.trans_b, DType::bf16, out_, batched()};
   }
 
   void run(Frame& f) const override {
     const auto* a = f.in<uint16_t>(a_);
     const auto* b = f.in<uint16_t>(b_);
+    const float* bias = bias_ >= 0 ? f.in<float>(bias_) : nullptr;
     void* c = f.out(c_);
     const size_t out_size = dtype_size(out_);
     const int64_t size = g_.batch * g_.m * g_.n;
     if (size == 0) return;
     if (g_.k == 0) {
       std::fill_n(static_cast<unsigned char*>(c), static_cast<size_t>(size) * out_size, 0);
+      if (bias) add_bias(bias, static_cast<float*>(c));
       return;
     }
-    if (!full_) return run_widened(a, b, c);
+    if (!full_) {
+      run_widened(a, b, c);
+      if (bias) add_bias(bias, static_cast<float*>(c));
+      return;
+    }
+    if (batched()) return full_->run(a, b, c, bias);
     for_row_blocks(g_, map_body_, [&](int64_t i, int64_t r0, int64_t r1) {
       const uint16_t* ai = a + i * g_.m * g_.k + (g_.trans_a ? r0 : r0 * g_.k);
       const uint16_t* bi = b + i * g_.k * g_.n;
       auto* ci = static_cast<unsigned char*>(c) +
                  static_cast<size_t>(i * g_.m * g_.n + r0 * g_.n) * out_size;
-      (r1 - r0 == full_rows() ? *full_ : *tail_).run(ai, bi, ci);
+      (r1 - r0 == full_rows() ? *full_ : *tail_).run(ai, bi, ci, bias);
     });
   }
 
  private:
   int64_t full_rows() const { return map_body_ ? g_.m : std::min(g_.m, kRowBlock); }
 
+  // In a map_fn body a batch of products (attention's, per head) is one call: each product
+  // is one call there anyway, and the calls' overhead would outweigh small products.
+  bool batched() const { return map_body_ && g_.batch > 1; }
+
   std::unique_ptr<onednn::Matmul> matmul(int64_t rows) const {
-    return std::make_unique<onednn::Matmul>(
-        onednn::MatmulShape::rows_of(g_.m, g_.n, g_.k, g_.trans_a, g_.trans_b, rows, out_));
+    onednn::MatmulShape s =
+        onednn::MatmulShape::rows_of(g_.m, g_.n, g_.k, g_.trans_a, g_.trans_b, rows, out_);
+    s.bias = bias_ >= 0;
+    if (batched()) s.batch = g_.batch;
+    return std::make_unique<onednn::Matmul>(s);
+  }
+
+  // c[r, j] += bias[j] over every row of every batch (after drx's own loops, as oneDNN adds
+  // its bias after accumulating).
+  void add_bias(const float* bias, float* c) const {
+    for (int64_t r = 0; r < g_.batch * g_.m; ++r)
+      for (int64_t j = 0; j < g_.n; ++j) c[r * g_.n + j] += bias[j];
   }
 
   // drx's own loops: exact widening, f32 products in the same row blocks, one rounding.
@@ -96,7 +118,7 @@ class Bf16GemmKernel : public Kernel {
     narrow_to_bf16(c32.data(), static_cast<uint16_t*>(c), size);
   }
 
-  int a_, b_, c_;
+  int a_, b_, c_, bias_;
   Gemm g_;
   DType out_;
   bool map_body_;
@@ -117,6 +139,22 @@ std::optional<KernelSpec> bf16_transposed_dot(const Eqn& e, const CompileContext
   std::optional<KernelSpec> s = spec<Bf16GemmKernel>(
       Alias::none, dot->ins[1], dot->ins[0], e.outs[0], transposed(*g), out, cx.options.map_body);
   s->reads = std::vector<int>{dot->ins[1], dot->ins[0]};
+  return s;
+}
+
+std::optional<KernelSpec> bf16_biased_dot(int product, int w, int out, const CompileContext& cx) {
+  const Eqn* dot = cx.producer_of(product);
+  if (!dot || dot->prim != &prims::dot_general()) return std::nullopt;
+  const VarInfo &l = cx.var(dot->ins[0]), &r = cx.var(dot->ins[1]);
+  if (l.dtype != DType::bf16 || r.dtype != DType::bf16 || cx.var(out).dtype != DType::f32)
+    return std::nullopt;
+  std::optional<Gemm> g = gemm_layout(*dot, l.shape, r.shape);
+  if (!g) return std::nullopt;
+  const int row = bias_row(w, *g, cx);
+  if (row < 0) return std::nullopt;
+  std::optional<KernelSpec> s = spec<Bf16GemmKernel>(Alias::none, dot->ins[0], dot->ins[1], out, *g,
+                                                     DType::f32, cx.options.map_body, row);
+  s->reads = std::vector<int>{dot->ins[0], dot->ins[1], row};
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include <dnnl.hpp>
 #include <memory>
+#include <unordered_map>
 #endif
 
 namespace drx::exec::onednn {
@@ -62,8 +63,13 @@ std::string isa_name(dnnl::cpu_isa isa) {
   return "isa" + std::to_string(static_cast<int>(isa));
 }
 
-dnnl::memory::dims strides(bool transposed, int64_t ld) {
-  return transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
+// A matrix's descriptor: [rows, cols] with leading dimension ld (transposed: stored as
+// [cols, rows]), or `batch` of them one after another.
+dnnl::memory::desc matrix(int64_t batch, int64_t rows, int64_t cols, dnnl::memory::data_type t,
+                          bool transposed, int64_t ld) {
+  const dnnl::memory::dims st = transposed ? dnnl::memory::dims{1, ld} : dnnl::memory::dims{ld, 1};
+  if (batch == 1) return dnnl::memory::desc({rows, cols}, t, st);
+  return dnnl::memory::desc({batch, rows, cols}, t, {rows * cols, st[0], st[1]});
 }
 
 dnnl::memory::data_type data_type(DType d) {
@@ -75,7 +81,7 @@ dnnl::memory::data_type data_type(DType d) {
 }  // namespace
 
 struct Matmul::Impl {
-  dnnl::memory::desc a, b, c, scratch;
+  dnnl::memory::desc a, b, c, bias, scratch;
   dnnl::matmul primitive;
   std::string implementation;
 };
@@ -87,9 +93,16 @@ Matmul::Matmul(const MatmulShape& s) {
   one_thread_here();
   using dt = dnnl::memory::data_type;
   auto impl = std::make_shared<Impl>();
-  impl->a = dnnl::memory::desc({s.m, s.k}, dt::bf16, strides(s.trans_a, s.lda));
-  impl->b = dnnl::memory::desc({s.k, s.n}, dt::bf16, strides(s.trans_b, s.ldb));
-  impl->c = dnnl::memory::desc({s.m, s.n}, data_type(s.out), {s.ldc, 1});
+  if (s.batch > 1 &&
+      (s.lda != (s.trans_a ? s.m : s.k) || s.ldb != (s.trans_b ? s.k : s.n) || s.ldc != s.n))
+    throw Error("oneDNN matmul: a batch of " + std::to_string(s.batch) +
+                " products needs whole operands (leading dimensions of the shapes)");
+  impl->a = matrix(s.batch, s.m, s.k, dt::bf16, s.trans_a, s.lda);
+  impl->b = matrix(s.batch, s.k, s.n, dt::bf16, s.trans_b, s.ldb);
+  impl->c = matrix(s.batch, s.m, s.n, data_type(s.out), false, s.ldc);
+  if (s.bias)  // one row, broadcast over the rows (and the batch)
+    impl->bias = s.batch == 1 ? dnnl::memory::desc({1, s.n}, dt::f32, {s.n, 1})
+                              : dnnl::memory::desc({1, 1, s.n}, dt::f32, {s.n, s.n, 1});
   dnnl::primitive_attr attr;
   // Each call brings its own scratch space, so that threads may run one primitive at once.
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -99,8 +112,10 @@ Matmul::Matmul(const MatmulShape& s) {
     attr.set_post_ops(ops);
   }
   try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(impl->a, impl->b, impl->c), attr,
-                                    cpu_engine());
+    const dnnl::matmul::desc desc = s.bias
+                                        ? dnnl::matmul::desc(impl->a, impl->b, impl->bias, impl->c)
+                                        : dnnl::matmul::desc(impl->a, impl->b, impl->c);
+    dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     impl->scratch = pd.scratchpad_desc();
     impl->implementation = pd.impl_info_str();
     impl->primitive = dnnl::matmul(pd);
@@ -112,7 +127,7 @@ Matmul::Matmul(const MatmulShape& s) {
   impl_ = std::move(impl);
 }
 
-void Matmul::run(const void* a, const void* b, void* c) const {
+void Matmul::run(const void* a, const void* b, void* c, const float* bias) const {
   one_thread_here();
   // A stream and scratch space per call (both cheap next to a product), not thread_local
   // objects: the profile's report times products at exit, after those are destroyed.
@@ -123,9 +138,10 @@ void Matmul::run(const void* a, const void* b, void* c) const {
   const auto scratch = std::make_unique_for_overwrite<unsigned char[]>(m.scratch.get_size());
   dnnl::memory am(m.a, e, const_cast<void*>(a)), bm(m.b, e, const_cast<void*>(b)), cm(m.c, e, c),
       sm(m.scratch, e, scratch.get());
-  m.primitive.execute(
-      stream,
-      {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(m.bias, e, const_cast<float*>(bias)));
+  m.primitive.execute(stream, args);
   stream.wait();
 }
 
@@ -151,16 +167,16 @@ struct Matmul::Impl {};
 
 Matmul::Matmul(const MatmulShape&) {
   throw Error("oneDNN matmul: drx was built without oneDNN (DRX_ONEDNN=OFF)");
-}
-void Matmul::run(const void*, const void*, void*) const {}
-const std::string& Matmul::implementation() const {
-  static const std::string none = "none";
-  return none;
-}
-bool Matmul::native() const { return false; }
-bool available() { return false; }
-std::string version() { return "none"; }
-std::string isa() { return "none"; }
+  void Matmul::run(const void*, const void*, void*, const float*) const {}
+  void Matmul::run(const void*, const void*, void*) const {}
+  const std::string& Matmul::implementation() const {
+    static const std::string none = "none";
+    return none;
+  }
+  bool Matmul::native() const { return false; }
+  bool available() { return false; }
+  std::string version() { return "none"; }
+  std::string isa() { return "none"; }
 
 #endif
 

@@ -42,6 +42,11 @@ struct MatmulShape {
   bool trans_a = false, trans_b = false;
   DType out = DType::f32;
   bool accumulate = false;  // C += op(A) op(B) (f32 results only)
+  bool bias = false;        // C = op(A) op(B) + bias, an f32 row of n added to every row
+  // Products of one call: `batch` products one after another in memory (whole operands,
+  // batch strides m k, k n and m n), as one oneDNN call (many small products, such as
+  // attention's per head, cost a fraction of as many calls).
+  int64_t batch = 1;
 
   // `rows` of the dense product op(A)[m, k] op(B)[k, n] (rows == m: all of it), its operands
   // and result stored whole and row-major.
@@ -53,8 +58,9 @@ class Matmul {
  public:
   // Throws drx::Error when oneDNN is not available or refuses the shape.
   explicit Matmul(const MatmulShape& shape);
-  // On the calling thread only; any number of threads may run one Matmul at once.
-  void run(const void* a, const void* b, void* c) const;
+  // On the calling thread only; any number of threads may run one Matmul at once. `bias`:
+  // the f32 row of a shape with bias.
+  void run(const void* a, const void* b, void* c, const float* bias = nullptr) const;
   // oneDNN's name for the kernel it chose ("brg:avx512_core_bf16", "ref:any").
   const std::string& implementation() const;
   // False for oneDNN's reference loops, which are many times slower than drx's own.

@@ -39,7 +39,7 @@ std::string shape_text(const ProductShape& p) {
   if (p.out != p.dtype) type += "->" + std::string(dtype_name(p.out));
   std::string s = type + " " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
                   std::to_string(p.k) + (p.trans_a ? " A'" : "") + (p.trans_b ? " B'" : "");
-  if (p.batch != 1) s = std::to_string(p.batch) + " x " + s;
+  if (p.batch != 1) s = std::to_string(p.batch) + " x " + s + (p.one_call ? " (one call)" : "");
   return s;
 }
 

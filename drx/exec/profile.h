@@ -32,6 +32,7 @@ struct ProductShape {
   bool trans_a = false, trans_b = false;
   DType dtype = DType::f32;  // the operands': f32, f64, or bf16 (accumulated in f32)
   DType out = DType::f32;    // the result's (bf16 operands: bf16 or f32)
+  bool one_call = false;     // bf16: the batch is one oneDNN call (else one call per product)
 };
 // What one run of an equation's kernel does at best: the product it makes (a gemm kernel),
 // or the bytes it reads and writes (a memory-bound kernel: elementwise, reduction, copy).

@@ -60,20 +60,24 @@ double time_product(const profile::ProductShape& s) {
   });
 }
 
-// A bf16 product as drx calls oneDNN: one call per batch index on this thread. Without a
-// native oneDNN kernel drx widens to f32 and calls sgemm: timed as that sgemm.
+// A bf16 product as drx calls oneDNN: one call per batch index on this thread, or one call
+// for the batch. Without a native oneDNN kernel drx widens to f32 and calls sgemm: timed as
+// that sgemm.
 double time_bf16_product(const profile::ProductShape& s) {
   profile::ProductShape f32 = s;
   f32.dtype = f32.out = DType::f32;
   if (!onednn::available()) return time_product<float>(f32);
-  const onednn::Matmul mm(
-      onednn::MatmulShape::rows_of(s.m, s.n, s.k, s.trans_a, s.trans_b, s.m, s.out));
+  onednn::MatmulShape shape =
+      onednn::MatmulShape::rows_of(s.m, s.n, s.k, s.trans_a, s.trans_b, s.m, s.out);
+  if (s.one_call) shape.batch = s.batch;
+  const onednn::Matmul mm(shape);
   if (!mm.native()) return time_product<float>(f32);
   const uint16_t half = 0x3f00;  // 0.5
   std::vector<uint16_t> a(static_cast<size_t>(s.batch * s.m * s.k), half),
       b(static_cast<size_t>(s.batch * s.k * s.n), half);
   std::vector<float> c(static_cast<size_t>(s.batch * s.m * s.n));
   return best_of_runs([&] {
+    if (s.one_call) return mm.run(a.data(), b.data(), c.data());
     for (int64_t i = 0; i < s.batch; ++i)
       mm.run(a.data() + i * s.m * s.k, b.data() + i * s.k * s.n, c.data() + i * s.m * s.n);
   });
