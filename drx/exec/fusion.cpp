@@ -85,6 +85,15 @@ struct Input {
   bool staged() const { return bf16 || access.kind == Access::row || access.kind == Access::col; }
 };
 
+// A member's result that is also read outside the group (or is a program output): written
+// from its temporary at the end of each block, after every read of the block's inputs, so
+// that it may reuse a dying input's buffer.
+struct Extra {
+  int temp = -1;
+  int var = -1;
+  bool bf16 = false;
+};
+
 // Lays out elements [i0, i0 + w) of a row or column broadcast of x.
 template <class E>
 void expand(const E* x, const Access& a, int64_t i0, int64_t w, E* out) {
@@ -108,18 +117,21 @@ class FusedKernel : public Kernel {
 
  public:
   FusedKernel(std::vector<Input> inputs, int out, bool out_bf16, int64_t n,
-              std::vector<Step<T>> steps)
+              std::vector<Step<T>> steps, std::vector<Extra> extras)
       : inputs_(std::move(inputs)),
         out_(out),
         out_bf16_(out_bf16),
         n_(n),
-        steps_(std::move(steps)) {}
+        steps_(std::move(steps)),
+        extras_(std::move(extras)) {}
 
   void run(Frame& f) const override {
     const size_t num_inputs = inputs_.size();
     const void* in[kMaxOps * 2];
     for (size_t k = 0; k < num_inputs; ++k) in[k] = f.in(inputs_[k].access.var);
     void* y = f.out(out_);
+    void* extra_out[kMaxOps];
+    for (size_t k = 0; k < extras_.size(); ++k) extra_out[k] = f.out(extras_[k].var);
     alignas(64) T tmp[kMaxOps][kBlock];
     alignas(64) T root[kBlock];
     // Staged inputs: a block at a time (bf16 widened; rows and columns laid out), or a
@@ -171,6 +183,15 @@ class FusedKernel : public Kernel {
           st.fn(a, b, static_cast<T*>(y) + i0, w);
         }
       }
+      for (size_t k = 0; k < extras_.size(); ++k) {
+        const Extra& x = extras_[k];
+        if constexpr (std::is_same_v<T, float>)
+          if (x.bf16) {
+            narrow_to_bf16(tmp[x.temp], static_cast<uint16_t*>(extra_out[k]) + i0, w);
+            continue;
+          }
+        std::copy(tmp[x.temp], tmp[x.temp] + w, static_cast<T*>(extra_out[k]) + i0);
+      }
     }
   }
 
@@ -180,6 +201,7 @@ class FusedKernel : public Kernel {
   bool out_bf16_;
   int64_t n_;
   std::vector<Step<T>> steps_;
+  std::vector<Extra> extras_;
 };
 
 // How equation operand v is read by a fused op; nullopt when only a kernel of its own can
@@ -198,9 +220,11 @@ std::optional<Access> outside_operand(int v, const CompileContext& cx) {
   return std::nullopt;
 }
 
+// The kernel of `members` (in program order; the last is the root); `reads` and `writes` get
+// the variables it reads and writes (the root's result first).
 template <class T>
 std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const CompileContext& cx,
-                                     std::vector<int>& reads) {
+                                     std::vector<int>& reads, std::vector<int>& writes) {
   const Program& p = cx.program;
   std::map<int, int> temp_of;      // member result -> temporary
   std::map<Access, int> input_of;  // how a value is read -> input index
@@ -239,17 +263,28 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
   reads.clear();
   for (const Input& in : inputs) reads.push_back(in.access.var);
   const Eqn& root = p.eqns[members.back()];
+  writes = {root.outs[0]};
+  // Members read outside the group: more reads of their results than the members make.
+  std::map<int, int> member_reads;
+  for (size_t m : members)
+    for (int v : p.eqns[m].ins) ++member_reads[v];
+  std::vector<Extra> extras;
+  for (const auto& [v, t] : temp_of)
+    if (cx.uses[static_cast<size_t>(v)] > member_reads[v]) {
+      extras.push_back(Extra{t, v, cx.var(v).dtype == DType::bf16});
+      writes.push_back(v);
+    }
   const int64_t n = num_elements(cx.var(root.outs[0]).shape);
   return std::make_unique<FusedKernel<T>>(std::move(inputs), root.outs[0],
                                           cx.var(root.outs[0]).dtype == DType::bf16, n,
-                                          std::move(steps));
+                                          std::move(steps), std::move(extras));
 }
 
 std::unique_ptr<Kernel> build_any(const std::vector<size_t>& members, const CompileContext& cx,
-                                  std::vector<int>& reads) {
+                                  std::vector<int>& reads, std::vector<int>& writes) {
   if (cx.var(cx.program.eqns[members.back()].outs[0]).dtype == DType::f64)
-    return build_kernel<double>(members, cx, reads);
-  return build_kernel<float>(members, cx, reads);
+    return build_kernel<double>(members, cx, reads, writes);
+  return build_kernel<float>(members, cx, reads, writes);
 }
 
 // Equation i runs as (part of) a fused kernel: arithmetic on f32, f64 or bf16 with every
@@ -285,8 +320,8 @@ std::optional<KernelSpec> bf16_elementwise(const Eqn& e, const CompileContext& c
   if (index < 0 || cx.var(e.outs[0]).dtype != DType::bf16 ||
       !can_fuse(static_cast<size_t>(index), cx) || !fusible_kernel(e))
     return std::nullopt;
-  std::vector<int> reads;
-  std::unique_ptr<Kernel> k = build_any({static_cast<size_t>(index)}, cx, reads);
+  std::vector<int> reads, writes;
+  std::unique_ptr<Kernel> k = build_any({static_cast<size_t>(index)}, cx, reads, writes);
   return KernelSpec{std::move(k), Alias::elementwise, std::move(reads)};
 }
 
@@ -310,7 +345,8 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
     for (int v : p.eqns[i].ins) readers[static_cast<size_t>(v)].push_back(i);
   // group[i]: the members of the group rooted at i, in program order; in_group[j]: the root
   // of the group holding j. A group is a DAG: a member's result may be read by several later
-  // members, but only by members (one temporary, computed once per block).
+  // members (one temporary, computed once per block), and by equations after the root (the
+  // kernel then writes it too).
   std::vector<std::vector<size_t>> group(num_eqns);
   std::vector<int64_t> in_group(num_eqns, -1);
   for (size_t i = 0; i < num_eqns; ++i) {
@@ -318,8 +354,17 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
     const int64_t n = num_elements(cx.var(p.eqns[i].outs[0]).shape);
     std::vector<size_t> members{i};
     in_group[i] = static_cast<int64_t>(i);
-    // Absorbs a producer's group once all readers of its result are members, until none is
-    // left to absorb.
+    // Whether group s may run at i instead: every reader of its members' results is a member
+    // of s, of i's group, or comes after i.
+    auto can_run_at_i = [&](size_t s) {
+      for (size_t x : group[s])
+        for (size_t r : readers[static_cast<size_t>(p.eqns[x].outs[0])])
+          if (in_group[r] != static_cast<int64_t>(s) && in_group[r] != static_cast<int64_t>(i) &&
+              r <= i)
+            return false;
+      return true;
+    };
+    // Absorbs the groups of members' operands that can run at i, until none is left.
     for (bool grew = true; grew;) {
       grew = false;
       for (size_t m = 0; m < members.size(); ++m) {
@@ -328,12 +373,8 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
           if (src < 0 || !fusible[static_cast<size_t>(src)]) continue;
           const auto s = static_cast<size_t>(src);
           if (in_group[s] != src || group[s].empty()) continue;  // a member, or absorbed
-          const std::vector<size_t>& rs = readers[static_cast<size_t>(v)];
-          if (cx.uses[static_cast<size_t>(v)] != static_cast<int>(rs.size()) ||
-              num_elements(cx.var(v).shape) != n || computes_f64(s, cx) != computes_f64(i, cx) ||
-              members.size() + group[s].size() > kMaxOps ||
-              !std::all_of(rs.begin(), rs.end(),
-                           [&](size_t r) { return in_group[r] == static_cast<int64_t>(i); }))
+          if (num_elements(cx.var(v).shape) != n || computes_f64(s, cx) != computes_f64(i, cx) ||
+              members.size() + group[s].size() > kMaxOps || !can_run_at_i(s))
             continue;
           for (size_t g : group[s]) in_group[g] = static_cast<int64_t>(i);
           members.insert(members.end(), group[s].begin(), group[s].end());
@@ -348,9 +389,10 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
   for (size_t i = 0; i < num_eqns; ++i) {
     const std::vector<size_t>& members = group[i];
     if (members.size() < 2) continue;
-    std::vector<int> reads;
-    kernels[i] = build_any(members, cx, reads);
+    std::vector<int> reads, writes;
+    kernels[i] = build_any(members, cx, reads, writes);
     choices[i].reads = std::move(reads);
+    if (writes.size() > 1) choices[i].writes = std::move(writes);
     for (size_t m : members)
       if (m != i) {
         choices[m].live = false;
