@@ -298,8 +298,8 @@ TEST(Exec, ElementwiseChainsFuseIntoOneKernel) {
 }
 
 // A LayerNorm-like group: a column (per-row statistic) and a row (per-feature scale) read in
-// place, block by block, and d read by three members: one kernel, bitwise the interpreter.
-// 300 columns do not divide the 256-element blocks, so rows and columns straddle them.
+// place, and d read by three members: one kernel, bitwise the interpreter. Blocks of whole
+// rows (5 columns), of part of one row (300: blocks of 150) and of 256 straddling rows (257).
 TEST(Exec, FusedGroupsReadRowsAndColumnsAndShareTemporaries) {
   auto f = [](Value x, Value r, Value c) {
     const Shape s = x.shape();
@@ -308,7 +308,7 @@ TEST(Exec, FusedGroupsReadRowsAndColumnsAndShareTemporaries) {
     return (d * rows + d * d) * cols + rows / (d + 3.0);
   };
   for (DType dt : {DType::f64, DType::f32, DType::bf16})
-    for (int64_t n : {5, 300}) {
+    for (int64_t n : {5, 257, 300}) {
       SCOPED_TRACE(std::string(dtype_name(dt)) + " x " + std::to_string(n));
       Program p = simplify(trace(f, {Type(dt, {7, n}), Type(dt, {n}), Type(dt, {7})}));
       Executable exe = compile(p);

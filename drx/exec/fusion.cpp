@@ -80,9 +80,6 @@ struct Step {
 struct Input {
   Access access;
   bool bf16 = false;
-  // Read through a block of the kernel's own (widened, or a row or column laid out) rather
-  // than in place.
-  bool staged() const { return bf16 || access.kind == Access::row || access.kind == Access::col; }
 };
 
 // A member's result that is also read outside the group (or is a program output): written
@@ -93,6 +90,60 @@ struct Extra {
   int var = -1;
   bool bf16 = false;
 };
+
+// How the kernel's blocks meet the rows of its row and column inputs (all of one length
+// `cols`): `within`, blocks of a divisor of cols, so that each lies in one row (a row is read
+// in place from x + i0 % cols, a column as the scalar x[i0 / cols]); `aligned`, blocks of
+// whole rows (a row is laid out once for all blocks, a column per block); `any`, blocks of
+// kBlock (rows and columns laid out per block).
+struct Blocking {
+  enum Mode { any, within, aligned } mode = any;
+  int64_t block = kBlock;
+  int64_t cols = 0;
+};
+
+Blocking blocking_for(const std::vector<Input>& inputs) {
+  int64_t cols = 0;
+  for (const Input& in : inputs) {
+    if (in.access.kind != Access::row && in.access.kind != Access::col) continue;
+    if (cols != 0 && cols != in.access.cols) return {};
+    cols = in.access.cols;
+  }
+  if (cols == 0) return {};
+  if (cols <= kBlock / 2) return {Blocking::aligned, cols * (kBlock / cols), cols};
+  for (int64_t b = std::min(cols, kBlock); b >= kBlock / 4; --b)
+    if (cols % b == 0) return {Blocking::within, b, cols};
+  return {};
+}
+
+// How the ops read an input: in place (in full from x + i0, one scalar x, a row from
+// x + i0 % cols, a column's scalar x[i0 / cols]), or from the kernel's own block, filled for
+// every block (bf16 widened; a row or column laid out) or once.
+enum class Read { full, scalar, row_in_place, col_scalar, per_block, once };
+
+Read read_of(const Input& in, const Blocking& b) {
+  switch (in.access.kind) {
+    case Access::full:
+      return in.bf16 ? Read::per_block : Read::full;
+    case Access::scalar:
+      return in.bf16 ? Read::once : Read::scalar;
+    case Access::row:
+      if (b.mode == Blocking::within) return in.bf16 ? Read::per_block : Read::row_in_place;
+      return b.mode == Blocking::aligned ? Read::once : Read::per_block;
+    case Access::col:
+      if (b.mode == Blocking::within) return in.bf16 ? Read::per_block : Read::col_scalar;
+      return Read::per_block;
+  }
+  return Read::per_block;
+}
+
+// Whether ops read the input's block one value per element (else one value for the block).
+bool read_in_full(const Input& in, const Blocking& b) {
+  const Read r = read_of(in, b);
+  if (r == Read::scalar || r == Read::col_scalar) return false;
+  if (in.access.kind == Access::scalar) return false;  // a bf16 scalar, widened once
+  return !(in.access.kind == Access::col && b.mode == Blocking::within);
+}
 
 // Lays out elements [i0, i0 + w) of a row or column broadcast of x.
 template <class E>
@@ -108,6 +159,27 @@ void expand(const E* x, const Access& a, int64_t i0, int64_t w, E* out) {
   }
 }
 
+// Fills an input's own block for elements [i0, i0 + w): widened from bf16, laid out from a
+// row or column, or (a column within one row) its one value.
+template <class T>
+void stage(const Input& in, const Blocking& b, const void* x, int64_t i0, int64_t w, T* out,
+           uint16_t* narrow) {
+  const Access& a = in.access;
+  if constexpr (std::is_same_v<T, float>) {
+    if (in.bf16) {
+      const auto* h = static_cast<const uint16_t*>(x);
+      if (a.kind == Access::full) return widen_bf16(h + i0, out, w);
+      if (a.kind == Access::scalar) return widen_bf16(h, out, 1);
+      if (b.mode == Blocking::within)
+        return a.kind == Access::row ? widen_bf16(h + i0 % a.cols, out, w)
+                                     : widen_bf16(h + i0 / a.cols, out, 1);
+      expand(h, a, i0, w, narrow);
+      return widen_bf16(narrow, out, w);
+    }
+  }
+  expand(static_cast<const T*>(x), a, i0, w, out);
+}
+
 // T: the type the ops compute in (float or double); bf16 values (with T float)
 // are widened as they are read and rounded as they are written.
 template <class T>
@@ -116,14 +188,17 @@ class FusedKernel : public Kernel {
   KernelKind kind() const override { return KernelKind::elementwise; }
 
  public:
-  FusedKernel(std::vector<Input> inputs, int out, bool out_bf16, int64_t n,
+  FusedKernel(std::vector<Input> inputs, Blocking blocking, int out, bool out_bf16, int64_t n,
               std::vector<Step<T>> steps, std::vector<Extra> extras)
       : inputs_(std::move(inputs)),
+        blocking_(blocking),
         out_(out),
         out_bf16_(out_bf16),
         n_(n),
         steps_(std::move(steps)),
-        extras_(std::move(extras)) {}
+        extras_(std::move(extras)) {
+    for (const Input& in : inputs_) reads_.push_back(read_of(in, blocking_));
+  }
 
   void run(Frame& f) const override {
     const size_t num_inputs = inputs_.size();
@@ -134,38 +209,34 @@ class FusedKernel : public Kernel {
     for (size_t k = 0; k < extras_.size(); ++k) extra_out[k] = f.out(extras_[k].var);
     alignas(64) T tmp[kMaxOps][kBlock];
     alignas(64) T root[kBlock];
-    // Staged inputs: a block at a time (bf16 widened; rows and columns laid out), or a
-    // widened bf16 scalar once.
     alignas(64) T staged[kMaxOps * 2][kBlock];
     alignas(64) uint16_t narrow[kBlock];
+    const int64_t block = blocking_.block, cols = blocking_.cols;
     for (size_t k = 0; k < num_inputs; ++k)
-      if (inputs_[k].bf16 && inputs_[k].access.kind == Access::scalar)
-        staged[k][0] = static_cast<T>(bf16_to_float(*static_cast<const uint16_t*>(in[k])));
-    for (int64_t i0 = 0; i0 < n_; i0 += kBlock) {
-      const int64_t w = std::min(kBlock, n_ - i0);
-      for (size_t k = 0; k < num_inputs; ++k) {
-        const Input& input = inputs_[k];
-        if (!input.staged() || input.access.kind == Access::scalar) continue;
-        if constexpr (std::is_same_v<T, float>) {
-          if (input.bf16) {
-            const auto* x = static_cast<const uint16_t*>(in[k]);
-            if (input.access.kind == Access::full) {
-              widen_bf16(x + i0, staged[k], w);
-              continue;
-            }
-            expand(x, input.access, i0, w, narrow);
-            widen_bf16(narrow, staged[k], w);
-            continue;
-          }
-        }
-        expand(static_cast<const T*>(in[k]), input.access, i0, w, staged[k]);
-      }
+      if (reads_[k] == Read::once)
+        stage(inputs_[k], blocking_, in[k], 0, std::min(block, n_), staged[k], narrow);
+    for (int64_t i0 = 0; i0 < n_; i0 += block) {
+      const int64_t w = std::min(block, n_ - i0);
+      for (size_t k = 0; k < num_inputs; ++k)
+        if (reads_[k] == Read::per_block)
+          stage(inputs_[k], blocking_, in[k], i0, w, staged[k], narrow);
       auto ptr = [&](const Src& s) -> const T* {
         if (s.temp) return tmp[s.index];
-        const Input& input = inputs_[static_cast<size_t>(s.index)];
-        if (input.staged()) return staged[s.index];
         const T* x = static_cast<const T*>(in[s.index]);
-        return input.access.kind == Access::full ? x + i0 : x;
+        switch (reads_[static_cast<size_t>(s.index)]) {
+          case Read::full:
+            return x + i0;
+          case Read::scalar:
+            return x;
+          case Read::row_in_place:
+            return x + i0 % cols;
+          case Read::col_scalar:
+            return x + i0 / cols;
+          case Read::per_block:
+          case Read::once:
+            break;
+        }
+        return staged[s.index];
       };
       for (const Step<T>& st : steps_) {
         const T* a = ptr(st.a);
@@ -197,6 +268,8 @@ class FusedKernel : public Kernel {
 
  private:
   std::vector<Input> inputs_;
+  Blocking blocking_;
+  std::vector<Read> reads_;
   int out_;
   bool out_bf16_;
   int64_t n_;
@@ -234,7 +307,6 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
     const Eqn& e = p.eqns[members[m]];
     Step<T> st;
     Src srcs[2];
-    bool full[2] = {true, true};
     for (size_t k = 0; k < e.ins.size(); ++k) {
       auto t = temp_of.find(e.ins[k]);
       if (t != temp_of.end()) {
@@ -245,12 +317,7 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
       auto [it, added] = input_of.emplace(a, static_cast<int>(inputs.size()));
       if (added) inputs.push_back(Input{a, cx.var(a.var).dtype == DType::bf16});
       srcs[k] = Src{false, it->second};
-      full[k] = a.kind != Access::scalar;
     }
-    if (const ScalarKernel* op = fusible_kernel(e))
-      st.fn = op->loop<T>(full[0], full[1]);
-    else  // a cast: its value is its operand's, rounded when it is to bf16
-      st.fn = copy_block<T>;
     st.a = srcs[0];
     st.b = srcs[1];
     st.round = cx.var(e.outs[0]).dtype == DType::bf16;
@@ -259,6 +326,18 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
       temp_of[e.outs[0]] = st.dst;
     }
     steps.push_back(st);
+  }
+  // The loops, once the blocking says how each input is read.
+  const Blocking blocking = blocking_for(inputs);
+  for (size_t m = 0; m < members.size(); ++m) {
+    Step<T>& st = steps[m];
+    auto full = [&](const Src& s) {
+      return s.index < 0 || s.temp || read_in_full(inputs[static_cast<size_t>(s.index)], blocking);
+    };
+    if (const ScalarKernel* op = fusible_kernel(p.eqns[members[m]]))
+      st.fn = op->loop<T>(full(st.a), full(st.b));
+    else  // a cast: its value is its operand's, rounded when it is to bf16
+      st.fn = copy_block<T>;
   }
   reads.clear();
   for (const Input& in : inputs) reads.push_back(in.access.var);
@@ -275,7 +354,7 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
       writes.push_back(v);
     }
   const int64_t n = num_elements(cx.var(root.outs[0]).shape);
-  return std::make_unique<FusedKernel<T>>(std::move(inputs), root.outs[0],
+  return std::make_unique<FusedKernel<T>>(std::move(inputs), blocking, root.outs[0],
                                           cx.var(root.outs[0]).dtype == DType::bf16, n,
                                           std::move(steps), std::move(extras));
 }
@@ -289,14 +368,14 @@ std::unique_ptr<Kernel> build_any(const std::vector<size_t>& members, const Comp
 
 // Equation i runs as (part of) a fused kernel: arithmetic on f32, f64 or bf16 with every
 // operand of the result's dtype, or a cast between f32 and bf16; operands read in full, as a
-// scalar, or as a row or column (a cast: not as a scalar).
+// scalar, or as a row or column (a cast: in full or as a row).
 bool can_fuse(size_t i, const CompileContext& cx) {
   const Eqn& e = cx.program.eqns[i];
   if (e.outs.size() != 1) return false;
   const DType dt = cx.var(e.outs[0]).dtype;
-  if (is_bf16_cast(e, cx)) {
+  if (is_bf16_cast(e, cx)) {  // its loop is a copy: of a whole block
     const std::optional<Access> a = outside_operand(e.ins[0], cx);
-    return a && a->kind != Access::scalar;
+    return a && (a->kind == Access::full || a->kind == Access::row);
   }
   const ScalarKernel* op = fusible_kernel(e);
   if (!op) return false;
