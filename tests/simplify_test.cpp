@@ -242,6 +242,49 @@ TEST(Simplify, ShapeAndDtypeNoOpsAreRemoved) {
   EXPECT_TRUE(SameResults(p, 10));
 }
 
+// Reverse mode through three slices of one value sums three zero-padded cotangents: one
+// concatenate remains, computing the same values.
+TEST(Simplify, SumsOfDisjointZeroPaddedPiecesAreOneConcatenate) {
+  auto f = [](Value x) {
+    Value q = slice(x, {0, 0}, {4, 3}), k = slice(x, {0, 3}, {4, 5}), v = slice(x, {0, 5}, {4, 9});
+    return sum(q * q) + sum(exp(k)) + sum(v * 3.0);
+  };
+  Program g = simplify(vjp_program(trace(f, {f64t({4, 9})})));
+  EXPECT_EQ(count(g, "concatenate"), 1) << g;
+  for (const Eqn& e : g.eqns)  // no sum of whole-x cotangents is left
+    EXPECT_FALSE(e.prim->name() == "add" && g.type_of(e.outs[0]).shape == (Shape{4, 9})) << g;
+  Array x = random_array({4, 9}, f64, 5);
+  std::vector<Array> got = run(g, {x, Array::scalar(1.0)});
+  std::vector<double> want;
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 9; ++j) {
+      const double v = x.data<double>()[i * 9 + j];
+      want.push_back(j < 3 ? 2 * v : j < 5 ? std::exp(v) : 3.0);
+    }
+  EXPECT_TRUE(ArrayNear(got.at(1), want, 1e-15, 0));
+  // Overlapping non-zero pieces are a real sum, and stay one.
+  Program overlap = simplify(trace(
+      [](Value a, Value b) {
+        Value za = broadcast_in_dim(constant(Array::scalar(0.0)), {2, 2}, {});
+        return concatenate({a, za}, 1) + concatenate({za, b}, 1) + concatenate({b, a}, 1);
+      },
+      {f64t({2, 2}), f64t({2, 2})}));
+  EXPECT_EQ(count(overlap, "add"), 1) << overlap;
+  EXPECT_TRUE(SameResults(overlap, 3));
+}
+
+// astype(astype(x, f32), bf16) is x for a bf16 x (f32 holds every bf16 value); a narrowing
+// in the middle is kept.
+TEST(Simplify, ExactRoundTripConversionsAreRemoved) {
+  Program exact = simplify(trace([](Value x) { return astype(astype(x, DType::f32), DType::bf16); },
+                                 {Type(DType::bf16, {5})}));
+  EXPECT_TRUE(exact.eqns.empty()) << exact;
+  Program narrowing = simplify(trace(
+      [](Value x) { return astype(astype(x, DType::bf16), DType::f32); }, {Type(DType::f32, {5})}));
+  EXPECT_EQ(count(narrowing, "convert"), 2) << narrowing;
+  EXPECT_TRUE(SameResults(narrowing, 4));
+}
+
 TEST(Simplify, LookalikesAreKept) {
   // x*2 is not x.
   Program twice = simplify(trace([](Value x) { return x * 2.0; }, {f64t({3})}));

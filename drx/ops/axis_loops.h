@@ -147,7 +147,7 @@ void softmax<float>(const float* x, const AxisLayout& l, float* out);
 
 template <class T>
 [[gnu::always_inline]] inline void softmax_all_rows(const T* x, const AxisLayout& l, T* out) {
-  constexpr int kRows = 8;
+  constexpr int kRows = 16;
   const int64_t rows = l.outer * l.inner;
   if (rows == 0 || l.n == 0) return;
   auto base_of = [&](int64_t r) { return (r / l.inner) * l.n * l.inner + r % l.inner; };

@@ -258,7 +258,10 @@ std::string erf_expansion(FloatOps& f, const C (&q)[N], const C (&num)[M], const
 // so loops over arrays vectorise where libm's erff is one call per element, and bitwise what
 // the exported expansion computes when run by drx. Within 1 ulp of std::erf over the floats
 // (tests/scalar_exp_test.cpp). |x| is clamped to 4 NaN-propagating, as stablehlo.minimum.
-inline float erf_f32(float x) {
+// erf_f32(x) given e = exp_f32(-(x * x)), which GeluGrad needs too. Where |x| >= 4, erf_f32
+// uses exp(-16) instead and rounds to +-1 either way (1 - exp(-16) R(4) is within half an ulp
+// of 1, and e is smaller), so the bits are erf_f32's everywhere.
+inline float erf_f32_given(float x, float e) {
   auto horner = [](const auto& c, float y) {
     float p = c[0];
     for (size_t i = 1; i < std::size(c); ++i) p = c[i] + p * y;
@@ -267,11 +270,16 @@ inline float erf_f32(float x) {
   const float ax = std::fabs(x);
   const float small = x + x * horner(kErfSmallF32, x * x);
   const float c = (ax < 4.0f || ax != ax) ? ax : 4.0f;
-  const float erfc =
-      scalar::exp_f32(-(c * c)) * (horner(kErfcxNumF32, c) / horner(kErfcxDenF32, c));
+  const float erfc = e * (horner(kErfcxNumF32, c) / horner(kErfcxDenF32, c));
   const float big = 1.0f - erfc;
   const float signed_big = x < 0.0f ? -big : big;
   return ax < 1.0f ? small : signed_big;
+}
+
+inline float erf_f32(float x) {
+  const float ax = std::fabs(x);
+  const float c = (ax < 4.0f || ax != ax) ? ax : 4.0f;
+  return erf_f32_given(x, scalar::exp_f32(-(c * c)));
 }
 
 // The error function, as the GELU activation and Gaussian CDFs need it.
@@ -319,12 +327,19 @@ struct Gelu {
 };
 
 // d gelu(x) = Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi).
+// In f32 the one exp(-a^2) serves erf and phi (erf_f32_given: the same bits as erf_f32).
 struct GeluGrad {
   template <class T>
   T operator()(T v) const {
     const T a = static_cast<T>(v * static_cast<T>(M_SQRT1_2));
-    const T cdf = static_cast<T>(static_cast<T>(0.5) * static_cast<T>(T{1} + Erf{}(a)));
-    const T pdf = static_cast<T>(Exp{}(static_cast<T>(-(a * a))) * static_cast<T>(kInvSqrt2Pi));
+    const T e = Exp{}(static_cast<T>(-(a * a)));
+    T erf_a;
+    if constexpr (std::is_same_v<T, float>)
+      erf_a = erf_f32_given(a, e);
+    else
+      erf_a = Erf{}(a);
+    const T cdf = static_cast<T>(static_cast<T>(0.5) * static_cast<T>(T{1} + erf_a));
+    const T pdf = static_cast<T>(e * static_cast<T>(kInvSqrt2Pi));
     return static_cast<T>(cdf + static_cast<T>(v * pdf));
   }
 };

@@ -51,6 +51,11 @@ class Simplifier {
           alias_[static_cast<size_t>(e.outs[0])] = *same;
           continue;
         }
+        if (std::optional<int> same = round_trip_convert(e)) {
+          alias_[static_cast<size_t>(e.outs[0])] = *same;
+          continue;
+        }
+        sum_of_disjoint_concatenates(e);
         fold_constants(e);
       }
       if (std::optional<const Eqn*> prev = find_common(e)) {
@@ -102,6 +107,128 @@ class Simplifier {
     return v;
   }
 
+  // The equation of out_ defining v (a variable of out_), or null.
+  const Eqn* producer(int v) const {
+    auto it = producer_.find(v);
+    return it == producer_.end() ? nullptr : &out_.eqns[it->second];
+  }
+
+  // convert(convert(x, W), D) where x is of dtype D and W holds every value of D exactly (bf16
+  // or f16 through f32 or f64, f32 through f64): x.
+  std::optional<int> round_trip_convert(const Eqn& e) const {
+    if (e.prim != &prims::convert() || e.ins.size() != 1) return std::nullopt;
+    const Eqn* inner = producer(e.ins[0]);
+    if (!inner || inner->prim != &prims::convert() || inner->ins.size() != 1) return std::nullopt;
+    const int x = inner->ins[0];
+    const DType d = out_.type_of(x).dtype, w = out_.type_of(e.ins[0]).dtype;
+    if (!(out_.type_of(x) == type(e.outs[0]))) return std::nullopt;
+    const bool half = d == DType::bf16 || d == DType::f16;
+    if ((half && (w == DType::f32 || w == DType::f64)) || (d == DType::f32 && w == DType::f64))
+      return x;
+    return std::nullopt;
+  }
+
+  // The pieces along `axis` of v: [offset, offset + size) holding variable `var`, or zeros.
+  struct Piece {
+    int64_t offset = 0, size = 0;
+    int var = -1;
+    bool zero = false;
+  };
+  std::optional<std::vector<Piece>> pieces(int v, int64_t axis) const {
+    const Eqn* c = producer(v);
+    if (!c || c->prim != &prims::concatenate() || c->params.get_int("axis", "concatenate") != axis)
+      return std::nullopt;
+    std::vector<Piece> out;
+    int64_t offset = 0;
+    for (int in : c->ins) {
+      const int64_t size = out_.type_of(in).shape[static_cast<size_t>(axis)];
+      const std::optional<double> z = splat(in);
+      out.push_back(Piece{offset, size, in, z && *z == 0.0});
+      offset += size;
+    }
+    return out;
+  }
+
+  // add(concatenate(a..., 0...), concatenate(0..., b...)) along one axis, where at every
+  // position at most one side is not zero (reverse mode sums the cotangents of disjoint
+  // slices of one value this way): one concatenate of the non-zero pieces, zeros between
+  // them. (x + 0 is x, as algebraic_identity has it.)
+  void sum_of_disjoint_concatenates(Eqn& e) {
+    if (e.prim != &prims::add() || e.ins.size() != 2) return;
+    const Type& t = type(e.outs[0]);
+    if (!t.placement.empty()) return;  // (a placed zero would be place(constant))
+    const Eqn* first = producer(e.ins[0]);
+    if (!first || first->prim != &prims::concatenate()) return;
+    const int64_t axis = first->params.get_int("axis", "concatenate");
+    std::optional<std::vector<Piece>> a = pieces(e.ins[0], axis), b = pieces(e.ins[1], axis);
+    if (!a || !b || !(out_.type_of(e.ins[0]) == t) || !(out_.type_of(e.ins[1]) == t)) return;
+    const int64_t total = t.shape[static_cast<size_t>(axis)];
+    auto at = [](const std::vector<Piece>& ps, int64_t pos) -> const Piece& {
+      for (const Piece& p : ps)
+        if (pos < p.offset + p.size) return p;
+      return ps.back();
+    };
+    // Whether ps is zero over [lo, hi), and where its next non-zero piece after lo starts.
+    auto zero_over = [](const std::vector<Piece>& ps, int64_t lo, int64_t hi) {
+      for (const Piece& p : ps)
+        if (!p.zero && p.size > 0 && p.offset < hi && p.offset + p.size > lo) return false;
+      return true;
+    };
+    auto next_value = [total](const std::vector<Piece>& ps, int64_t pos) {
+      for (const Piece& p : ps)
+        if (!p.zero && p.size > 0 && p.offset >= pos) return p.offset;
+      return total;
+    };
+    std::vector<int> parts;  // the new operands; -1: a run of zeros of zero_sizes[k]
+    std::vector<int64_t> zero_sizes;
+    for (int64_t pos = 0; pos < total;) {
+      const Piece &pa = at(*a, pos), &pb = at(*b, pos);
+      const Piece* value = !pa.zero ? &pa : !pb.zero ? &pb : nullptr;
+      if (value) {
+        const std::vector<Piece>& other = value == &pa ? *b : *a;
+        if (value->offset != pos || !zero_over(other, pos, pos + value->size)) return;
+        if (!pa.zero && !pb.zero) return;
+        parts.push_back(value->var);
+        zero_sizes.push_back(0);
+        pos += value->size;
+        continue;
+      }
+      const int64_t end = std::min(next_value(*a, pos), next_value(*b, pos));
+      parts.push_back(-1);
+      zero_sizes.push_back(end - pos);
+      pos = end;
+    }
+    std::vector<int> ins;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (parts[k] >= 0) {
+        ins.push_back(parts[k]);
+        continue;
+      }
+      Shape shape = t.shape;
+      shape[static_cast<size_t>(axis)] = zero_sizes[k];
+      ins.push_back(zeros_of(t, shape));
+    }
+    e.prim = &prims::concatenate();
+    e.ins = std::move(ins);
+    e.params = Params{{"axis", axis}};
+  }
+
+  // A broadcast of a zero scalar constant of t's dtype to `shape` (new variables of out_).
+  int zeros_of(const Type& t, const Shape& shape) {
+    Type scalar = t;
+    scalar.shape = {};
+    const int zero = out_.add_var(scalar);
+    record(Eqn{&prims::constant(), Params{{"value", full({}, 0.0, t.dtype)}}, {}, {zero}});
+    Type whole = t;
+    whole.shape = shape;
+    const int z = out_.add_var(whole);
+    record(Eqn{&prims::broadcast_in_dim(),
+               Params{{"dims", std::vector<int64_t>{}}, {"shape", std::vector<int64_t>(shape)}},
+               {zero},
+               {z}});
+    return z;
+  }
+
   // Evaluates a pure equation whose inputs are all small constants.
   void fold_constants(Eqn& e) {
     if (!e.prim->is_pure() || e.prim == &prims::constant()) return;
@@ -144,6 +271,7 @@ class Simplifier {
   }
 
   void record(const Eqn& e) {
+    for (int o : e.outs) producer_[o] = out_.eqns.size();
     if (e.prim == &prims::constant())
       constants_[e.outs[0]] = e.params.get_array("value", "constant");
     // A broadcast too large to fold still has one known value everywhere, so
@@ -160,6 +288,7 @@ class Simplifier {
   std::map<int, Array> constants_;
   std::map<int, double> broadcast_splats_;  // unfolded broadcasts of splat constants
   std::multimap<std::string, size_t> by_key_;
+  std::map<int, size_t> producer_;  // out_'s variables -> the index of their equation
 };
 
 }  // namespace
