@@ -12,6 +12,7 @@
 #include "drx/core/trace.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/thread_pool.h"
+#include "drx/ops/primitives.h"
 #include "tests/test_util.h"
 
 extern "C" {
@@ -327,6 +328,23 @@ TEST(Exec, FusedGroupsReadRowsAndColumnsAndShareTemporaries) {
         }
       EXPECT_TRUE(ArrayNear(exe.run(args)[0], want, 1e-15, 1e-15));
     }
+}
+
+// gelu(x) (cast to bf16, as a mixed-precision layer feeds its next product) and gelu_grad(x)
+// (reverse mode's residual) are sibling groups reading x: one kernel, one pass computing both,
+// each bitwise its own primitive. A sibling whose other operand is made later keeps its kernel.
+TEST(Exec, SiblingGroupsShareAKernelAndGeluPairsOnePass) {
+  auto f = [](Value x, Value y) -> std::vector<Value> {
+    Value h = astype(gelu(x), DType::bf16);
+    Value later = broadcast_in_dim(sum(y, {1}), {16, 16}, {0});  // made after h's group
+    return {h, emit1(prims::gelu_grad(), {x}) * 2.0, exp(x) + later};
+  };
+  Program p = simplify(trace(f, {Type(DType::f32, {16, 16}), Type(DType::f32, {16, 16})}));
+  Executable exe = compile(p);
+  EXPECT_EQ(exe.stats().kernels, 3u);  // gelu's and gelu_grad's groups, the sum, exp + later
+  std::vector<Array> args = {random_array({16, 16}, DType::f32, 1, -5, 5),
+                             random_array({16, 16}, DType::f32, 2)};
+  EXPECT_TRUE(BitwiseEqual(exe.run(args), interpret(p, args)));
 }
 
 TEST(Exec, ElementwiseResultsReuseDyingOperands) {

@@ -74,6 +74,11 @@ struct Step {
   Src a, b;
   int dst = -1;        // temporary written; -1 for the root (the result)
   bool round = false;  // the op's result is bf16: rounded after it runs
+  // gelu and gelu_grad of one operand (f32) run as one step (prims::gelu_and_grad): the
+  // first of the two writes its own result as usual and the other's into temporary
+  // pair_dst; the second has no loop (fn null) unless it is the root, where it copies it.
+  int pair_dst = -1;
+  bool pair_gelu_first = false;
 };
 
 // One input of the kernel, stored as T or as bf16.
@@ -240,6 +245,16 @@ class FusedKernel : public Kernel {
       };
       for (const Step<T>& st : steps_) {
         const T* a = ptr(st.a);
+        if constexpr (std::is_same_v<T, float>)
+          if (st.pair_dst >= 0) {
+            T *own = tmp[st.dst], *other = tmp[st.pair_dst];
+            if (st.pair_gelu_first)
+              prims::gelu_and_grad(a, own, other, w);
+            else
+              prims::gelu_and_grad(a, other, own, w);
+            continue;
+          }
+        if (!st.fn) continue;  // computed by its pair
         const T* b = st.b.index >= 0 ? ptr(st.b) : nullptr;
         if (st.dst >= 0) {
           T* dst = tmp[st.dst];
@@ -293,6 +308,35 @@ std::optional<Access> outside_operand(int v, const CompileContext& cx) {
   return std::nullopt;
 }
 
+// gelu(x) and gelu_grad(x) of the same f32 operand in one group: one step computes both.
+template <class T>
+void pair_gelus(const std::vector<size_t>& members, const CompileContext& cx,
+                std::vector<Step<T>>& steps) {
+  auto is = [&](size_t m, const Primitive& prim) {
+    return cx.program.eqns[members[m]].prim == &prim && !steps[m].round;
+  };
+  std::vector<bool> paired(members.size(), false);
+  for (size_t m1 = 0; m1 < members.size(); ++m1) {
+    if (paired[m1]) continue;
+    const bool gelu_first = is(m1, prims::gelu());
+    if (!gelu_first && !is(m1, prims::gelu_grad())) continue;
+    const Primitive& other = gelu_first ? prims::gelu_grad() : prims::gelu();
+    for (size_t m2 = m1 + 1; m2 < members.size(); ++m2) {
+      if (paired[m2] || !is(m2, other) || steps[m2].a.temp != steps[m1].a.temp ||
+          steps[m2].a.index != steps[m1].a.index)
+        continue;
+      paired[m1] = paired[m2] = true;
+      steps[m1].fn = nullptr;
+      steps[m1].pair_dst = static_cast<int>(m2);
+      steps[m1].pair_gelu_first = gelu_first;
+      // The second reads its result from the temporary the pair wrote (the root copies it).
+      steps[m2].a = Src{true, static_cast<int>(m2)};
+      steps[m2].fn = steps[m2].dst < 0 ? copy_block<T> : nullptr;
+      break;
+    }
+  }
+}
+
 // The kernel of `members` (in program order; the last is the root); `reads` and `writes` get
 // the variables it reads and writes (the root's result first).
 template <class T>
@@ -339,6 +383,7 @@ std::unique_ptr<Kernel> build_kernel(const std::vector<size_t>& members, const C
     else  // a cast: its value is its operand's, rounded when it is to bf16
       st.fn = copy_block<T>;
   }
+  if constexpr (std::is_same_v<T, float>) pair_gelus(members, cx, steps);
   reads.clear();
   for (const Input& in : inputs) reads.push_back(in.access.var);
   const Eqn& root = p.eqns[members.back()];
@@ -389,6 +434,53 @@ bool can_fuse(size_t i, const CompileContext& cx) {
 // The type a member computes in: f64 trees and f32/bf16 trees do not mix.
 bool computes_f64(size_t i, const CompileContext& cx) {
   return cx.var(cx.program.eqns[i].outs[0]).dtype == DType::f64;
+}
+
+// Sibling groups: a later group j reading a value group i reads in full (gelu(x) and
+// gelu_grad(x), say) runs in i's kernel when all its other operands exist by then: the value
+// is read once. Its results are read only by its members or after j, so after i too.
+void merge_siblings(const CompileContext& cx, const std::vector<bool>& fusible,
+                    std::vector<std::vector<size_t>>& group) {
+  const Program& p = cx.program;
+  const size_t num_eqns = p.eqns.size();
+  // The values a group reads from outside itself.
+  auto outside_reads = [&](const std::vector<size_t>& members) {
+    std::vector<int> vars;
+    for (size_t m : members)
+      for (int v : p.eqns[m].ins) {
+        const int src = cx.producer[static_cast<size_t>(v)];
+        if (src >= 0 &&
+            std::binary_search(members.begin(), members.end(), static_cast<size_t>(src)))
+          continue;
+        const Eqn* b = cx.producer_of(v);
+        vars.push_back(b && broadcast_layout(*b, cx) ? b->ins[0] : v);
+      }
+    return vars;
+  };
+  for (size_t i = 0; i < num_eqns; ++i) {
+    if (!fusible[i] || group[i].empty()) continue;
+    const int64_t n = num_elements(cx.var(p.eqns[i].outs[0]).shape);
+    std::vector<int> reads_i = outside_reads(group[i]);
+    for (size_t j = i + 1; j < num_eqns; ++j) {
+      if (!fusible[j] || group[j].empty() || group[i].size() + group[j].size() > kMaxOps ||
+          num_elements(cx.var(p.eqns[j].outs[0]).shape) != n ||
+          computes_f64(i, cx) != computes_f64(j, cx))
+        continue;
+      const std::vector<int> reads_j = outside_reads(group[j]);
+      bool shares = false, ready = true;
+      for (int v : reads_j) {
+        const int src = cx.producer[static_cast<size_t>(v)];
+        ready = ready && src < static_cast<int>(i);
+        shares = shares || (num_elements(cx.var(v).shape) == n &&
+                            std::find(reads_i.begin(), reads_i.end(), v) != reads_i.end());
+      }
+      if (!shares || !ready) continue;
+      group[i].insert(group[i].end(), group[j].begin(), group[j].end());
+      std::sort(group[i].begin(), group[i].end());
+      group[j].clear();
+      reads_i = outside_reads(group[i]);
+    }
+  }
 }
 
 }  // namespace
@@ -465,13 +557,15 @@ void fuse_elementwise(const CompileContext& cx, std::vector<EqnChoice>& choices,
     std::sort(members.begin(), members.end());
     group[i] = std::move(members);
   }
+  merge_siblings(cx, fusible, group);
   for (size_t i = 0; i < num_eqns; ++i) {
     const std::vector<size_t>& members = group[i];
     if (members.size() < 2) continue;
     std::vector<int> reads, writes;
     kernels[i] = build_any(members, cx, reads, writes);
     choices[i].reads = std::move(reads);
-    if (writes.size() > 1) choices[i].writes = std::move(writes);
+    // A group merged into an earlier sibling's slot writes more than equation i's result.
+    if (writes.size() > 1 || writes[0] != p.eqns[i].outs[0]) choices[i].writes = std::move(writes);
     for (size_t m : members)
       if (m != i) {
         choices[m].live = false;

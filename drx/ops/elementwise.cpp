@@ -344,6 +344,19 @@ struct GeluGrad {
   }
 };
 
+// Both in one pass (f32): the exp(-a^2) and erf(a) that each computes, once.
+DRX_VECTOR_CLONES void gelu_and_grad_loop(const float* x, float* gelu, float* grad, int64_t n) {
+  constexpr float k = static_cast<float>(M_SQRT1_2);
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = x[j];
+    const float a = v * k;
+    const float e = scalar::exp_f32(-(a * a));
+    const float one_plus_erf = 1.0f + erf_f32_given(a, e);
+    gelu[j] = (0.5f * v) * one_plus_erf;
+    grad[j] = 0.5f * one_plus_erf + v * (e * static_cast<float>(kInvSqrt2Pi));
+  }
+}
+
 // The same ops as StableHLO, with erf expanded as ErfPrim lowers it.
 std::string erf_of(FloatOps& f, const std::string& x, bool f64) {
   return f64 ? erf_expansion(f, kErfSmallF64, kErfcxNumF64, kErfcxDenF64, 6.0, x)
@@ -583,6 +596,10 @@ const Primitive& gelu() {
 const Primitive& gelu_grad() {
   static const GeluGradPrim p;
   return p;
+}
+
+void gelu_and_grad(const float* x, float* gelu, float* grad, int64_t n) {
+  gelu_and_grad_loop(x, gelu, grad, n);
 }
 
 // d cbrt(x) = 1 / (3 cbrt(x)^2)

@@ -24,6 +24,9 @@ const Primitive& erf();
 const Primitive& erf_inv();
 const Primitive& gelu();       // exact form: 0.5 x (1 + erf(x / sqrt 2))
 const Primitive& gelu_grad();  // its derivative
+// gelu and gelu_grad of the same f32 values in one pass, sharing erf and exp: each result
+// bitwise its primitive's (for fused kernels computing both).
+void gelu_and_grad(const float* x, float* gelu, float* grad, int64_t n);
 const Primitive& cbrt();
 const Primitive& expm1();
 const Primitive& round_away();
