@@ -188,6 +188,19 @@ TEST(ExecBf16, BiasAddsFoldIntoTheProduct) {
   const Reference ref = with_bias(reference(x, w, false, false, DType::f32), bias);
   EXPECT_TRUE(WithinBound(exe.run({x, w, bias})[0], ref));
   EXPECT_TRUE(WithinBound(interpret(p, {x, w, bias})[0], ref));
+  // Rounded to bf16 for the next product (a layer's q, k and v): one product writing bf16.
+  const Program q = simplify(trace(
+      [](Value a, Value b, Value c) {
+        return astype(matmul(a, b, DType::f32) + broadcast_in_dim(c, {300, 40}, {1}), DType::bf16);
+      },
+      {Type(DType::bf16, x.shape()), Type(DType::bf16, w.shape()), Type(DType::f32, {40})}));
+  const Executable rounded = compile(q);
+  EXPECT_EQ(rounded.stats().kernels, 1u);
+  Reference ref16 = ref;
+  for (size_t i = 0; i < ref16.c.size(); ++i)
+    ref16.bound[i] += std::ldexp(std::abs(ref16.c[i]) + ref16.bound[i], -8);
+  EXPECT_TRUE(WithinBound(rounded.run({x, w, bias})[0], ref16));
+  EXPECT_TRUE(WithinBound(interpret(q, {x, w, bias})[0], ref16));
 }
 
 // In a client's body a batch of products (attention's, per head) is one call, and a biased

@@ -34,8 +34,9 @@ std::optional<KernelSpec> reduction_kernel(const Eqn& e, const CompileContext& c
 // kernel of one equation, fusion.cpp); conversions between bf16 and f32 or f64.
 std::optional<KernelSpec> bf16_dot_general(const Eqn& e, const CompileContext& cx);
 std::optional<KernelSpec> bf16_elementwise(const Eqn& e, const CompileContext& cx);
-// out = product + w, where product is a bf16 product with an f32 result and w a bias row
-// (bias_row): one product per row block adding the bias as it writes.
+// out = product + w (or that sum rounded to a bf16 out), where product is a bf16 product with
+// an f32 result and w a bias row (bias_row): one product per row block adding the bias in f32
+// as it writes.
 std::optional<KernelSpec> bf16_biased_dot(int product, int w, int out, const CompileContext& cx);
 // transpose(dot, [1, 0]) of a 2-D bf16 product read by nothing else, as one product.
 std::optional<KernelSpec> bf16_transposed_dot(const Eqn& transpose, const CompileContext& cx);

@@ -57,16 +57,7 @@ class Bf16GemmKernel : public Kernel {
     const size_t out_size = dtype_size(out_);
     const int64_t size = g_.batch * g_.m * g_.n;
     if (size == 0) return;
-    if (g_.k == 0) {
-      std::fill_n(static_cast<unsigned char*>(c), static_cast<size_t>(size) * out_size, 0);
-      if (bias) add_bias(bias, static_cast<float*>(c));
-      return;
-    }
-    if (!full_) {
-      run_widened(a, b, c);
-      if (bias) add_bias(bias, static_cast<float*>(c));
-      return;
-    }
+    if (g_.k == 0 || !full_) return run_widened(a, b, bias, c);
     if (batched()) return full_->run(a, b, c, bias);
     for_row_blocks(g_, map_body_, [&](int64_t i, int64_t r0, int64_t r1) {
       const uint16_t* ai = a + i * g_.m * g_.k + (g_.trans_a ? r0 : r0 * g_.k);
@@ -99,8 +90,9 @@ class Bf16GemmKernel : public Kernel {
       for (int64_t j = 0; j < g_.n; ++j) c[r * g_.n + j] += bias[j];
   }
 
-  // drx's own loops: exact widening, f32 products in the same row blocks, one rounding.
-  void run_widened(const uint16_t* a, const uint16_t* b, void* c) const {
+  // drx's own loops: exact widening, f32 products in the same row blocks, the bias added in
+  // f32, one rounding.
+  void run_widened(const uint16_t* a, const uint16_t* b, const float* bias, void* c) const {
     auto widen = [](const uint16_t* x, int64_t n) {
       std::vector<float> w(static_cast<size_t>(n));
       widen_bf16(x, w.data(), n);
@@ -109,13 +101,14 @@ class Bf16GemmKernel : public Kernel {
     const std::vector<float> a32 = widen(a, g_.batch * g_.m * g_.k);
     const std::vector<float> b32 = widen(b, g_.batch * g_.k * g_.n);
     const int64_t size = g_.batch * g_.m * g_.n;
-    if (out_ == DType::f32) {
-      gemm_all<float>(g_, a32.data(), b32.data(), static_cast<float*>(c), 1, 0, map_body_);
-      return;
-    }
-    std::vector<float> c32(static_cast<size_t>(size));
-    gemm_all<float>(g_, a32.data(), b32.data(), c32.data(), 1, 0, map_body_);
-    narrow_to_bf16(c32.data(), static_cast<uint16_t*>(c), size);
+    std::vector<float> c32(out_ == DType::f32 ? 0 : static_cast<size_t>(size));
+    float* acc = out_ == DType::f32 ? static_cast<float*>(c) : c32.data();
+    if (g_.k == 0)
+      std::fill_n(acc, size, 0.0f);
+    else
+      gemm_all<float>(g_, a32.data(), b32.data(), acc, 1, 0, map_body_);
+    if (bias) add_bias(bias, acc);
+    if (out_ != DType::f32) narrow_to_bf16(acc, static_cast<uint16_t*>(c), size);
   }
 
   int a_, b_, c_, bias_;
@@ -146,14 +139,16 @@ std::optional<KernelSpec> bf16_biased_dot(int product, int w, int out, const Com
   const Eqn* dot = cx.producer_of(product);
   if (!dot || dot->prim != &prims::dot_general()) return std::nullopt;
   const VarInfo &l = cx.var(dot->ins[0]), &r = cx.var(dot->ins[1]);
-  if (l.dtype != DType::bf16 || r.dtype != DType::bf16 || cx.var(out).dtype != DType::f32)
+  const DType out_type = cx.var(out).dtype;
+  if (l.dtype != DType::bf16 || r.dtype != DType::bf16 || cx.var(product).dtype != DType::f32 ||
+      (out_type != DType::f32 && out_type != DType::bf16))
     return std::nullopt;
   std::optional<Gemm> g = gemm_layout(*dot, l.shape, r.shape);
   if (!g) return std::nullopt;
   const int row = bias_row(w, *g, cx);
   if (row < 0) return std::nullopt;
   std::optional<KernelSpec> s = spec<Bf16GemmKernel>(Alias::none, dot->ins[0], dot->ins[1], out, *g,
-                                                     DType::f32, cx.options.map_body, row);
+                                                     out_type, cx.options.map_body, row);
   s->reads = std::vector<int>{dot->ins[0], dot->ins[1], row};
   return s;
 }

@@ -299,6 +299,17 @@ std::optional<KernelSpec> bf16_convert(const Eqn& e, const CompileContext& cx) {
   const bool widen = from == DType::bf16 && (to == DType::f32 || to == DType::f64);
   const bool narrow = from == DType::f32 && to == DType::bf16;
   if (!widen && !narrow) return std::nullopt;
+  // astype(product + bias, bf16) where the sum has no other reader: one product writing bf16.
+  if (narrow)
+    if (const Eqn* add = cx.producer_of(e.ins[0]);
+        add && add->prim == &prims::add() && cx.uses[static_cast<size_t>(e.ins[0])] == 1)
+      for (int side = 0; side < 2; ++side) {
+        const int product = add->ins[static_cast<size_t>(side)];
+        if (cx.uses[static_cast<size_t>(product)] != 1) continue;
+        if (std::optional<KernelSpec> s =
+                bf16_biased_dot(product, add->ins[static_cast<size_t>(1 - side)], e.outs[0], cx))
+          return s;
+      }
   // Result and operand differ in size: the result has a buffer of its own.
   return spec<Bf16ConvertKernel>(Alias::none, e, size_of(e, cx), from, to);
 }
