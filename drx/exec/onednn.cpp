@@ -167,16 +167,16 @@ struct Matmul::Impl {};
 
 Matmul::Matmul(const MatmulShape&) {
   throw Error("oneDNN matmul: drx was built without oneDNN (DRX_ONEDNN=OFF)");
-  void Matmul::run(const void*, const void*, void*, const float*) const {}
-  void Matmul::run(const void*, const void*, void*) const {}
-  const std::string& Matmul::implementation() const {
-    static const std::string none = "none";
-    return none;
-  }
-  bool Matmul::native() const { return false; }
-  bool available() { return false; }
-  std::string version() { return "none"; }
-  std::string isa() { return "none"; }
+}
+void Matmul::run(const void*, const void*, void*, const float*) const {}
+const std::string& Matmul::implementation() const {
+  static const std::string none = "none";
+  return none;
+}
+bool Matmul::native() const { return false; }
+bool available() { return false; }
+std::string version() { return "none"; }
+std::string isa() { return "none"; }
 
 #endif
 
