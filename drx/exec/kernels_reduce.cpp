@@ -18,6 +18,7 @@
 #include "drx/exec/sharding.h"
 #include "drx/exec/spares.h"
 #include "drx/exec/tree_stack.h"
+#include "drx/ops/row_sums.h"
 
 namespace drx::exec {
 namespace {
@@ -70,6 +71,12 @@ class AxisReduceKernel : public Kernel {
   void reduce_rows(const T* x, T* y) const {
     constexpr int64_t kRows = 8;
     int64_t o = 0;
+    if constexpr (std::is_same_v<T, float> && K == ReduceKind::sum)
+      for (; o + row_sums::kSumRows <= outer_; o += row_sums::kSumRows) {
+        double s[row_sums::kSumRows];
+        row_sums::sum_rows_f64(x + o * r_, r_, r_, s);
+        for (int k = 0; k < row_sums::kSumRows; ++k) y[o + k] = static_cast<float>(s[k]);
+      }
     for (; o + kRows <= outer_; o += kRows) {
       const T* rows = x + o * r_;
       Acc acc[kRows];

@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "drx/array/dtype.h"
+#include "drx/ops/row_sums.h"
 #include "drx/ops/scalar_functions.h"
 
 namespace drx::axis_loops {
@@ -92,6 +94,42 @@ void cumsum(const T* x, const AxisLayout& l, bool reverse, T* out) {
   }
 }
 
+// The largest of a row's n elements, or NaN if one is NaN (not necessarily that one). A
+// contiguous float row is read 16 elements at a time by GCC vector operations, so that the
+// loop is one vmaxps per 16 elements on every target. The order of the comparisons cannot
+// change how softmax uses the result: only a finite max is subtracted, and the orders differ
+// only in the sign of a zero max, which changes x - m only for x = -0, between -0 and +0,
+// whose exps are both 1.
+template <class T>
+[[gnu::always_inline]] inline T row_max(const T* row, int64_t n, int64_t step) {
+  T m = -std::numeric_limits<T>::infinity();
+  int64_t j = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    using Floats = float __attribute__((vector_size(64)));
+    using Ints = int32_t __attribute__((vector_size(64)));
+    constexpr int64_t kLanes = sizeof(Floats) / sizeof(float);
+    if (step == 1 && n >= kLanes) {
+      Floats lane = m - Floats{};
+      Ints nan = {};
+      for (; j + kLanes <= n; j += kLanes) {
+        Floats v;
+        std::memcpy(&v, row + j, sizeof v);
+        lane = v > lane ? v : lane;  // vmaxps: a NaN v leaves the lane, `nan` records it
+        nan |= v != v;
+      }
+      for (int i = 0; i < kLanes; ++i) {
+        if (nan[i]) return std::numeric_limits<T>::quiet_NaN();
+        if (lane[i] > m) m = lane[i];
+      }
+    }
+  }
+  for (; j < n; ++j) {
+    const T v = row[j * step];
+    if (v > m || v != v) m = v;
+  }
+  return m;
+}
+
 // softmax along the axis, as the composite exp(x - m) / sum(exp(x - m)) computes it (drx's
 // softmax before it was a primitive, and still its StableHLO lowering): m is the row's max
 // (NaN-propagating), or 0 where that is not finite (a row of -inf gives 0 / 0 = NaN, as the
@@ -99,20 +137,15 @@ void cumsum(const T* x, const AxisLayout& l, bool reverse, T* out) {
 // double in increasing order, rounded to T once; each quotient in T. Bitwise the composite's. out
 // may not be x.
 //
-// N rows advance together through each pass, so that their max and sum chains (a
-// compare or an add waiting on the last) overlap instead of running one after another.
+// N rows advance together through the sum, so that their chains of double adds (each
+// waiting on the last) overlap instead of running one after another.
 template <int N, class T>
 [[gnu::always_inline]] inline void softmax_rows(const T* x, const AxisLayout& l,
                                                 const int64_t* base, T* out) {
   const int64_t n = l.n, step = l.inner;
   T m[N];
   double s[N];
-  for (int k = 0; k < N; ++k) m[k] = -std::numeric_limits<T>::infinity(), s[k] = 0;
-  for (int64_t j = 0; j < n; ++j)
-    for (int k = 0; k < N; ++k) {
-      const T v = x[base[k] + j * step];
-      if (v > m[k] || v != v) m[k] = v;
-    }
+  for (int k = 0; k < N; ++k) m[k] = row_max(x + base[k], n, step), s[k] = 0;
   for (int k = 0; k < N; ++k) {
     if (!(std::abs(m[k]) < std::numeric_limits<T>::infinity())) m[k] = T{0};
     const T* row = x + base[k];
@@ -127,8 +160,15 @@ template <int N, class T>
     else
       for (int64_t j = 0; j < n; ++j) y[j * step] = shifted_exp(row[j * step]);
   }
-  for (int64_t j = 0; j < n; ++j)
-    for (int k = 0; k < N; ++k) s[k] += static_cast<double>(out[base[k] + j * step]);
+  bool summed = false;
+  if constexpr (std::is_same_v<T, float> && N == row_sums::kSumRows)
+    if (step == 1) {  // contiguous rows, n apart
+      row_sums::sum_rows_f64(out + base[0], n, n, s);
+      summed = true;
+    }
+  if (!summed)
+    for (int64_t j = 0; j < n; ++j)
+      for (int k = 0; k < N; ++k) s[k] += static_cast<double>(out[base[k] + j * step]);
   for (int k = 0; k < N; ++k) {
     const T total = static_cast<T>(s[k]);
     T* y = out + base[k];
@@ -147,7 +187,7 @@ void softmax<float>(const float* x, const AxisLayout& l, float* out);
 
 template <class T>
 [[gnu::always_inline]] inline void softmax_all_rows(const T* x, const AxisLayout& l, T* out) {
-  constexpr int kRows = 16;
+  constexpr int kRows = row_sums::kSumRows;
   const int64_t rows = l.outer * l.inner;
   if (rows == 0 || l.n == 0) return;
   auto base_of = [&](int64_t r) { return (r / l.inner) * l.n * l.inner + r % l.inner; };
