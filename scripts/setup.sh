@@ -17,6 +17,9 @@ PACKAGES=(
   clang-format          # style check of the sources
   python3
   python3-numpy         # tests/npy_test.cpp checks .npy files against NumPy itself
+  python3-dev           # the Python package (python/): Debian's interpreter's headers
+  pybind11-dev          # the `_drx` extension module
+  python3-pytest        # tests/python
   dataset-fashion-mnist # the real dataset for the federated benchmark
   clang-14              # scripts/fuzz.sh: libFuzzer targets in fuzz/
   libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)

@@ -30,7 +30,7 @@ if [[ "$sanitize" == "1" ]]; then
   # out of the sanitizer passes, and the executor's side of processes is
   # tested in-process (tests/process_group_test.cpp).
   stage "sanitizers (build-asan/, ASan+UBSan, -DDRX_MPI=OFF)"
-  cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON -DDRX_MPI=OFF \
+  cmake -S . -B build-asan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=ON -DDRX_MPI=OFF -DDRX_PYTHON=OFF \
     -DCMAKE_BUILD_TYPE=Debug
   cmake --build build-asan -j "$jobs" --target drx_tests drx_cli
   # One process for the whole suite: ASan start-up per test would dominate.
@@ -50,7 +50,7 @@ if [[ "$sanitize" == "1" ]]; then
   stage "thread sanitizer (build-tsan/, concurrency tests)"
   # oneDNN's OpenMP runtime is not instrumented either: this tree runs bf16 products on drx's
   # own loops (DRX_ONEDNN=OFF).
-  cmake -S . -B build-tsan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=thread -DDRX_MPI=OFF -DDRX_ONEDNN=OFF \
+  cmake -S . -B build-tsan -G Ninja -DDRX_WERROR=ON -DDRX_SANITIZE=thread -DDRX_MPI=OFF -DDRX_ONEDNN=OFF -DDRX_PYTHON=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDRX_BUILD_BENCH=OFF -DDRX_BUILD_EXAMPLES=OFF
   cmake --build build-tsan -j "$jobs" --target drx_tests
   # OpenBLAS's own threads are not instrumented: keep its work on the caller.

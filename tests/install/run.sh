@@ -32,6 +32,17 @@ if [[ -f "$prefix/include/drx/dist/dist.h" ]]; then
     "$work/app-build/drx_install_dist_app"
 fi
 
+# The Python package, where drx was built with it: `import drx` from the prefix alone (run
+# outside the source tree, so the build's package cannot be picked up instead).
+pkg=$(ls -d "$prefix"/lib/python3*/*-packages/drx 2>/dev/null || true)
+if [[ -n "$pkg" ]]; then
+  (cd "$work" && PYTHONPATH="$(dirname "$pkg")" /usr/bin/python3 -c '
+import numpy as np, drx, sys
+assert drx.__file__.startswith(sys.argv[1]), drx.__file__
+assert float(drx.jit(lambda x: (x * x).sum())(np.arange(3.0))) == 5.0
+' "$prefix") || { echo "install test: the installed Python package does not work" >&2; exit 1; }
+fi
+
 # The installed tool runs too.
 "$prefix/bin/drx" help >/dev/null
 echo "install test: OK (prefix $prefix)"

@@ -1,0 +1,437 @@
+"""drx's transformations and DrJAX's placements for Python functions.
+
+A Python function crosses into drx's C++ core flattened: each positional argument (a pytree)
+becomes the list of its leaves, and the result the list of its leaves, while the tree
+structures stay here and are rebuilt around every call. Leaves are traced arrays (Tracers)
+inside a trace; outside one, NumPy arrays and Python numbers (weakly typed), which every
+transformation runs through a compiled program, as JAX's eager calls of transformed
+functions do.
+"""
+
+import functools
+
+import numpy as np
+
+from . import _drx
+from . import tree_util
+from ._tracer import Error, Tracer, as_value, is_python_scalar, weak_array
+
+
+# ---- leaves ------------------------------------------------------------------------------
+def _in_leaf(x):
+    """A leaf of an argument, for the C++ side, and whether it is weakly typed."""
+    if isinstance(x, Tracer):
+        return x._value, x._weak
+    if isinstance(x, (_drx.Value, _drx.Array)):
+        return x, False
+    if is_python_scalar(x):
+        return weak_array(x), True
+    if x is None:
+        raise Error("drx: None is not an array leaf")
+    try:
+        return _drx.asarray(np.asarray(x)), False
+    except (TypeError, ValueError) as e:
+        raise Error(f"drx: an argument leaf of type {type(x).__name__} is not an array: {e}") \
+            from None
+
+
+def _flatten_args(args):
+    """Per positional argument: its leaves (C++ side), weak flags and tree structure."""
+    leaf_lists, weak_lists, trees = [], [], []
+    for a in args:
+        leaves, tree = tree_util.tree_flatten(a)
+        converted = [_in_leaf(l) for l in leaves]
+        leaf_lists.append([c[0] for c in converted])
+        weak_lists.append([c[1] for c in converted])
+        trees.append(tree)
+    return leaf_lists, weak_lists, trees
+
+
+def _concrete(leaf_lists):
+    """Whether a call runs on concrete arrays: no traced leaf and no trace open. Inside a
+    trace, concrete leaves become constants of it instead (so a function closing over traced
+    values of the enclosing trace still works)."""
+    if _drx.in_trace():
+        for ls in leaf_lists:
+            for i, l in enumerate(ls):
+                if isinstance(l, _drx.Array):
+                    ls[i] = _drx.constant(l)
+        return False
+    return not any(isinstance(l, _drx.Value) for ls in leaf_lists for l in ls)
+
+
+class _Eager:
+    """A transformation's calls on concrete arrays: through its own jit, compiled once per
+    signature (as JAX runs a transformed function outside jit)."""
+
+    def __init__(self):
+        self._jitted = None
+
+    def __call__(self, transformed, args):
+        if self._jitted is None:
+            self._jitted = jit(transformed)
+        return self._jitted(*args)
+
+
+def _out_leaf(x):
+    """A result leaf of a traced Python function as a Value of the trace, with its weak flag."""
+    if isinstance(x, Tracer):
+        return x._value, x._weak
+    return as_value(x), is_python_scalar(x)
+
+
+def _wrap_out(x, weak=False):
+    """A result leaf for Python: a Tracer inside a trace, a read-only NumPy array outside."""
+    if isinstance(x, _drx.Value):
+        return Tracer(x, weak)
+    return x.numpy()
+
+
+class _Traceable:
+    """fun as a C++ Fn over flattened arguments; records its output structure when traced."""
+
+    def __init__(self, fun, trees, weak_lists):
+        self.fun, self.trees, self.weak_lists = fun, trees, weak_lists
+        self.out_tree, self.out_weak = None, None
+        self.fn = _drx.function(self._flat)
+
+    def _flat(self, arg_lists):
+        args = []
+        for tree, weaks, leaves in zip(self.trees, self.weak_lists, arg_lists):
+            wrapped = [Tracer(v, w) if isinstance(v, _drx.Value) else v
+                       for v, w in zip(leaves, weaks)]
+            args.append(tree_util.tree_unflatten(tree, wrapped))
+        out = self.fun(*args)
+        leaves, self.out_tree = tree_util.tree_flatten(out)
+        pairs = [_out_leaf(l) for l in leaves]
+        self.out_weak = [p[1] for p in pairs]
+        return [p[0] for p in pairs]
+
+    def rebuild(self, leaves):
+        weak = self.out_weak or [False] * len(leaves)
+        return tree_util.tree_unflatten(
+            self.out_tree, [_wrap_out(l, w) for l, w in zip(leaves, weak)])
+
+
+def _signature(leaf_lists):
+    return tuple((l.shape, l.dtype) for ls in leaf_lists for l in ls)
+
+
+# ---- jit ---------------------------------------------------------------------------------
+class _Jitted:
+    def __init__(self, fun, static_argnums, mesh):
+        self._fun = fun
+        self._static = tuple(sorted(static_argnums))
+        self._mesh = mesh
+        self._entries = {}
+        functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: it may be a _Jitted
+
+    def __call__(self, *args):
+        for i in self._static:
+            if i >= len(args):
+                raise Error(f"jit: static_argnums names argument {i}, but only {len(args)} "
+                            "were given")
+        static = tuple(args[i] for i in self._static)
+        try:
+            hash(static)
+        except TypeError:
+            raise Error("jit: static arguments must be hashable") from None
+        dynamic = [a for i, a in enumerate(args) if i not in self._static]
+        leaf_lists, weak_lists, trees = _flatten_args(dynamic)
+        _concrete(leaf_lists)  # inside a trace: constants, so the call inlines
+        key = (static, tuple(trees), tuple(tuple(w) for w in weak_lists),
+               _signature(leaf_lists))
+        entry = self._entries.get(key)
+        if entry is None:
+            def with_static(*dyn):
+                full, it = [], iter(dyn)
+                for i in range(len(args)):
+                    full.append(static[self._static.index(i)] if i in self._static else next(it))
+                return self._fun(*full)
+            traceable = _Traceable(with_static, trees, weak_lists)
+            mesh = list(self._mesh.axes.items()) if self._mesh is not None else None
+            entry = (traceable, _drx.JitCache(traceable.fn, mesh))
+            self._entries[key] = entry
+        traceable, cache = entry
+        return traceable.rebuild(cache(leaf_lists))
+
+    @property
+    def trace_count(self):
+        """Traces of the Python function so far (one per new signature)."""
+        return sum(cache.trace_count for _, cache in self._entries.values())
+
+
+def jit(fun=None, *, static_argnums=(), mesh=None):
+    """Compiles fun: traced once per signature (tree structure, shapes, dtypes, weak types and
+    static arguments), run as compiled code on arrays, inlined when called inside a trace."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, mesh=mesh)
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    return _Jitted(fun, static_argnums, mesh)
+
+
+# ---- grad ----------------------------------------------------------------------------------
+def _argnums_tuple(argnums, nargs, what):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not -nargs <= a < nargs:
+            raise Error(f"{what}: argnums {a} is out of range for {nargs} positional arguments")
+    return tuple(a % nargs for a in nums), single
+
+
+def _grad_impl(fun, argnums, has_aux, with_value, allow_int):
+    what = "value_and_grad" if with_value else "grad"
+    eager = _Eager()
+
+    def transformed(*args):
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        if _concrete(leaf_lists):
+            return eager(transformed, args)
+        nums, single = _argnums_tuple(argnums, len(args), what)
+        if has_aux:
+            return _grad_with_aux(fun, args, nums, single, with_value, what)
+        t = _Traceable(fun, trees, weak_lists)
+        result = _drx.grad(t.fn, list(nums), with_value, allow_int)(leaf_lists)
+        grads_lists = result[1] if with_value else result
+        grads = tuple(
+            tree_util.tree_unflatten(trees[a], [Tracer(g) for g in gl])
+            for a, gl in zip(nums, grads_lists))
+        g = grads[0] if single else grads
+        return (Tracer(result[0]), g) if with_value else g
+
+    return functools.wraps(fun, updated=())(transformed)
+
+
+def _grad_with_aux(fun, args, nums, single, with_value, what):
+    """grad with has_aux=True: the vjp of (loss, aux) with a zero cotangent for aux."""
+    loss_and_aux = vjp(fun, *args, has_aux=True)
+    out, pullback, aux = loss_and_aux
+    if not isinstance(out, Tracer) or out.ndim != 0 or out._value.dtype not in (
+            "f16", "bf16", "f32", "f64"):
+        raise Error(f"{what}: with has_aux=True the function must return (a floating-point "
+                    f"scalar, aux), got {out!r} as the first element")
+    cts = pullback(Tracer(_drx.scalar_like(out._value, 1.0)))
+    grads = tuple(cts[a] for a in nums)
+    g = grads[0] if single else grads
+    return ((out, aux), g) if with_value else (g, aux)
+
+
+def grad(fun, argnums=0, has_aux=False, allow_int=False):
+    """The gradient of fun (which returns a floating-point scalar) with respect to the
+    positional arguments argnums, with the structure of those arguments (as jax.grad)."""
+    return _grad_impl(fun, argnums, has_aux, False, allow_int)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False, allow_int=False):
+    """(fun(*args), grad(fun)(*args)) in one pass (as jax.value_and_grad)."""
+    return _grad_impl(fun, argnums, has_aux, True, allow_int)
+
+
+# ---- jvp, vjp, vmap ------------------------------------------------------------------------
+def jvp(fun, primals, tangents):
+    """(fun(*primals), the directional derivative along tangents), as jax.jvp."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise Error(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
+    p_lists, p_weak, p_trees = _flatten_args(primals)
+    t_lists, _, t_trees = _flatten_args(tangents)
+    if p_trees != t_trees:
+        raise Error(f"jvp: the tangents' structure {t_trees} differs from the primals' {p_trees}")
+    if _concrete(p_lists + t_lists):
+        n = len(primals)
+        return jit(lambda *a: jvp(fun, a[:n], a[n:]))(*primals, *tangents)
+    t = _Traceable(fun, p_trees, p_weak)
+    out, out_t = _drx.jvp(t.fn, p_lists, t_lists)
+    return t.rebuild(out), t.rebuild(out_t)
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), pullback) where pullback(cotangent) gives one cotangent per primal.
+    With has_aux, fun returns (out, aux) and vjp returns (out, pullback, aux). Inside a trace
+    only: called on arrays, the pullback would outlive the trace it belongs to."""
+    leaf_lists, weak_lists, trees = _flatten_args(primals)
+    if _concrete(leaf_lists):
+        raise Error("vjp: call it inside a traced function (drx.jit), since its pullback is "
+                    "a traced function; or use drx.grad")
+    aux_box = []
+
+    def main_only(*args):
+        out = fun(*args)
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise Error("vjp: with has_aux=True the function must return a pair (out, aux)")
+            aux_box.append(out[1])
+            return out[0]
+        return out
+
+    def with_aux_out(*args):
+        out = fun(*args)
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise Error("vjp: with has_aux=True the function must return a pair (out, aux)")
+            return out
+        return out
+
+    t = _Traceable(with_aux_out, trees, weak_lists)
+    outputs, pullback_flat = _drx.vjp(t.fn, leaf_lists)
+    full = t.rebuild(outputs)
+    out, aux = full if has_aux else (full, None)
+    out_tree = tree_util.tree_structure(out)
+    aux_leaves = tree_util.tree_leaves(aux) if has_aux else []
+
+    def pullback(cotangent):
+        ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
+        if ct_tree != out_tree:
+            raise Error(f"vjp pullback: the cotangent's structure {ct_tree} differs from the "
+                        f"output's {out_tree}")
+        values = [_in_leaf(l)[0] if not isinstance(l, Tracer) else l._value for l in ct_leaves]
+        values = [as_value(v) if isinstance(v, _drx.Array) else v for v in values]
+        # aux gets zero cotangents: it is not differentiated.
+        values += [_drx.zeros_like(a._value) for a in aux_leaves]
+        cts = pullback_flat(values)
+        return tuple(tree_util.tree_unflatten(tree, [Tracer(c) for c in tree_util.tree_leaves(ct)])
+                     for tree, ct in zip(trees, cts))
+
+    return (out, pullback, aux) if has_aux else (out, pullback)
+
+
+def _axes_per_arg(axes, n, what):
+    if axes is None or isinstance(axes, int):
+        return [axes] * n
+    axes = list(axes)
+    if len(axes) != n:
+        raise Error(f"vmap: {what} has {len(axes)} entries for {n} arguments")
+    for a in axes:
+        if a is not None and not isinstance(a, int):
+            raise Error(f"vmap: {what} entries must be an int or None (one per positional "
+                        f"argument), got {a!r}")
+    return axes
+
+
+def vmap(fun, in_axes=0, out_axes=0):
+    """fun mapped over an axis of its arguments (as jax.vmap): in_axes per positional
+    argument (an int, or None for an argument that is not mapped), out_axes per output."""
+    eager = _Eager()
+
+    def transformed(*args):
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        if _concrete(leaf_lists):
+            return eager(transformed, args)
+        per_arg = _axes_per_arg(in_axes, len(args), "in_axes")
+        t = _Traceable(fun, trees, weak_lists)
+        if isinstance(out_axes, (int, type(None))):
+            outs = [out_axes]
+        else:
+            outs = list(out_axes)
+        result = _drx.vmap(t.fn, per_arg, outs)(leaf_lists)
+        return t.rebuild(result)
+
+    return functools.wraps(fun, updated=())(transformed)
+
+
+def make_program(fun, static_argnums=()):
+    """A function returning the program fun traces to on given example arguments, printed as
+    drx's IR (as jax.make_jaxpr)."""
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+
+    def make(*args):
+        static = {i: args[i] for i in static_argnums}
+        dynamic = [a for i, a in enumerate(args) if i not in static]
+
+        def with_static(*dyn):
+            it = iter(dyn)
+            return fun(*[static[i] if i in static else next(it) for i in range(len(args))])
+
+        leaf_lists, weak_lists, trees = _flatten_args(dynamic)
+        t = _Traceable(with_static, trees, weak_lists)
+        return _drx.program_text(t.fn, leaf_lists)
+
+    return make
+
+
+# ---- DrJAX: placements ----------------------------------------------------------------
+def program(fun=None, *, placements, in_placements=None):
+    """DrJAX's decorator: fun runs with the placements declared (name -> size); arguments
+    whose leading axis is a placement's size are placed there. Call it under drx.jit."""
+    if fun is None:
+        return lambda f: program(f, placements=placements, in_placements=in_placements)
+    items = list(placements.items())
+    eager = _Eager()
+
+    def transformed(*args):
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        if _concrete(leaf_lists):
+            return eager(transformed, args)
+        t = _Traceable(fun, trees, weak_lists)
+        placed = _drx.program(items, t.fn, list(in_placements or []))
+        return t.rebuild(placed(leaf_lists))
+
+    return functools.wraps(fun, updated=())(transformed)
+
+
+def _tree_apply(op, x):
+    return tree_util.tree_map(lambda l: Tracer(op(as_value(l))), x)
+
+
+def broadcast(x, mesh=None, placement=None):
+    """x (a pytree) copied to every client of the placement: one leading axis added."""
+    del mesh  # accepted for DrJAX compatibility: the mesh is jit's
+    return tree_util.tree_map(
+        lambda l: Tracer(_drx.broadcast(as_value(l), placement)), x)
+
+
+def map_fn(fn, arg, mesh=None):
+    """fn applied to each client's slice of arg (DrJAX's convention: a tuple, namedtuples
+    included, is unpacked into fn's arguments; anything else is passed as one argument)."""
+    del mesh
+    args = tuple(arg) if isinstance(arg, tuple) else (arg,)
+    leaf_lists, weak_lists, trees = _flatten_args(args)
+    if _concrete(leaf_lists):
+        raise Error("map_fn: must be called inside a drx.program traced by drx.jit")
+    t = _Traceable(fn, trees, weak_lists)
+    return t.rebuild(_drx.map_fn(t.fn, leaf_lists))
+
+
+def reduce_sum(x):
+    """The sum over clients of x (a pytree placed at a placement)."""
+    return _tree_apply(_drx.reduce_sum, x)
+
+
+def reduce_mean(x):
+    """The mean over clients of x."""
+    return _tree_apply(_drx.reduce_mean, x)
+
+
+def reduce_max(x):
+    """The largest value over clients of x."""
+    return _tree_apply(_drx.reduce_max, x)
+
+
+def reduce_min(x):
+    """The smallest value over clients of x."""
+    return _tree_apply(_drx.reduce_min, x)
+
+
+def reduce_weighted_mean(x, w):
+    """sum_i w_i x_i / sum_i w_i over clients, for x a pytree and w one weight per client."""
+    wv = as_value(w)
+    return tree_util.tree_map(lambda l: Tracer(_drx.reduce_weighted_mean(as_value(l), wv)), x)
+
+
+def client_index():
+    """Inside a map_fn body: the index of the client it runs for (an i32 scalar)."""
+    return Tracer(_drx.client_index())
+
+
+class Mesh:
+    """Devices along named axes, e.g. Mesh({"clients": 4}): placements named after an axis
+    are split across its devices."""
+
+    def __init__(self, axes):
+        self.axes = dict(axes)
+
+    def __repr__(self):
+        return f"Mesh({self.axes!r})"

@@ -1,0 +1,36 @@
+#pragma once
+// Shared pieces of the `_drx` extension module: how Python objects become drx leaves and
+// how a Python callable becomes a drx::TreeFn.
+#include <pybind11/pybind11.h>
+
+#include "drx/drx.h"
+
+namespace drx::python {
+
+namespace py = pybind11;
+
+void bind_arrays(py::module_& m);
+void bind_values(py::module_& m);
+void bind_transforms(py::module_& m);
+
+// A NumPy array (or anything with the buffer protocol) as a drx::Array, copied.
+Array array_from_buffer(const py::buffer& b);
+// A drx::Array as a read-only NumPy array sharing its memory (kept alive by the array).
+py::object array_to_numpy(const Array& a);
+
+// A leaf as Python sees it (a Value or an Array), and back: anything else is a drx::Error
+// naming `what`.
+py::object leaf_to_py(const Tree& leaf);
+Tree py_to_leaf(py::handle h, const char* what);
+// A Tree that is a list of leaves, as a Python list, and back.
+py::list leaves_to_py(const Tree& list);
+Tree py_to_leaves(py::handle seq, const char* what);
+
+// A Python callable over lists of leaves as a TreeFn: each argument of the TreeFn is a list of
+// leaves (one positional argument of the Python function, flattened), the callable receives
+// one Python list per argument and returns a list of leaves. The callable is held with the
+// GIL taken whenever it is copied, called or dropped, since the TreeFn may outlive the call
+// that made it or run on another thread.
+TreeFn tree_fn(py::function f);
+
+}  // namespace drx::python

@@ -1,0 +1,220 @@
+// Transformations, jit and DrJAX's placements for Python functions.
+//
+// The Python package flattens each positional argument (a pytree) into a list of leaves; a
+// function crosses into C++ as an Fn whose TreeFn takes one Tree per positional argument (the
+// list of its leaves) and returns the list of its result's leaves. Python keeps the tree
+// structures and rebuilds them around each call.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <sstream>
+
+#include "drx/core/program_text.h"
+#include "drx/exec/blas_threads.h"
+#include "drx/trace/program_of.h"
+#include "python/src/bindings.h"
+
+namespace drx::python {
+
+py::object leaf_to_py(const Tree& leaf) {
+  if (leaf.kind() == Tree::Kind::value) return py::cast(leaf.value());
+  return py::cast(leaf.array());
+}
+
+Tree py_to_leaf(py::handle h, const char* what) {
+  if (py::isinstance<Value>(h)) return Tree(h.cast<Value>());
+  if (py::isinstance<Array>(h)) return Tree(h.cast<Array>());
+  throw Error(std::string(what) + ": expected a traced array or an array as a leaf, got " +
+              py::str(py::type::of(h)).cast<std::string>());
+}
+
+py::list leaves_to_py(const Tree& list) {
+  py::list out;
+  for (const Tree& leaf : tree_leaves(list)) out.append(leaf_to_py(leaf));
+  return out;
+}
+
+Tree py_to_leaves(py::handle seq, const char* what) {
+  std::vector<Tree> leaves;
+  for (py::handle h : seq) leaves.push_back(py_to_leaf(h, what));
+  return Tree::list(std::move(leaves));
+}
+
+namespace {
+
+// A nested Tree as nested Python lists (dicts as dicts) of leaves.
+py::object tree_to_py(const Tree& t) {
+  if (t.is_leaf()) return leaf_to_py(t);
+  if (t.kind() == Tree::Kind::dict) {
+    py::dict d;
+    for (size_t i = 0; i < t.size(); ++i) d[py::str(t.keys()[i])] = tree_to_py(t.children()[i]);
+    return d;
+  }
+  py::list l;
+  for (const Tree& c : t.children()) l.append(tree_to_py(c));
+  return l;
+}
+
+// One Tree (a list of leaves) per positional argument.
+std::vector<Tree> args_from_py(py::handle args, const char* what) {
+  std::vector<Tree> out;
+  for (py::handle a : args) out.push_back(py_to_leaves(a, what));
+  return out;
+}
+
+// A Python object held across threads and calls: every copy and the last release take the GIL.
+struct Held {
+  explicit Held(py::object o)
+      : obj(new py::object(std::move(o)), [](py::object* p) {
+          py::gil_scoped_acquire gil;
+          delete p;
+        }) {}
+  std::shared_ptr<py::object> obj;
+};
+
+// A function crossing the boundary: a TreeFn, callable from Python.
+struct Fn {
+  TreeFn fn;
+  py::object call(py::handle args) const {
+    const std::vector<Tree> in = args_from_py(args, "drx function call");
+    Tree out;
+    {
+      // Traced Python code takes the GIL back (tree_fn); compiled code runs without it.
+      py::gil_scoped_release release;
+      out = fn(in);
+    }
+    return tree_to_py(out);
+  }
+};
+
+Axes axes_from_py(py::handle h) {
+  Axes out;
+  for (py::handle a : h)
+    out.push_back(a.is_none() ? std::nullopt : std::optional<int64_t>(a.cast<int64_t>()));
+  return out;
+}
+
+}  // namespace
+
+TreeFn tree_fn(py::function f) {
+  Held held(std::move(f));
+  return [held](const std::vector<Tree>& args) -> Tree {
+    py::gil_scoped_acquire gil;
+    py::list in;
+    for (const Tree& a : args) in.append(a.is_leaf() ? leaf_to_py(a) : py::object(leaves_to_py(a)));
+    py::object out = (*held.obj)(in);
+    return py_to_leaves(out, "the result of a traced function");
+  };
+}
+
+void bind_transforms(py::module_& m) {
+  py::class_<Fn>(m, "Fn", "A function over lists of leaves, as drx's transformations take it.")
+      .def("__call__", &Fn::call, py::arg("args"));
+  m.def(
+      "function", [](py::function f) { return Fn{tree_fn(std::move(f))}; }, py::arg("f"),
+      "Wraps f(list of argument leaf lists) -> list of result leaves.");
+
+  m.def(
+      "grad",
+      [](const Fn& f, std::vector<int> argnums, bool with_value, bool allow_int) {
+        GradSpec spec;
+        spec.argnums = std::move(argnums);
+        spec.with_value = with_value;
+        spec.as_list = true;
+        spec.options.allow_int = allow_int;
+        return Fn{grad_fn(f.fn, spec)};
+      },
+      py::arg("f"), py::arg("argnums"), py::arg("with_value"), py::arg("allow_int") = false);
+  m.def(
+      "vmap",
+      [](const Fn& f, py::handle in_axes, py::handle out_axes) {
+        return Fn{vmap_fn(f.fn, axes_from_py(in_axes), axes_from_py(out_axes))};
+      },
+      py::arg("f"), py::arg("in_axes"), py::arg("out_axes"));
+  m.def(
+      "jvp",
+      [](const Fn& f, py::handle primals, py::handle tangents) {
+        return tree_to_py(
+            jvp_call(f.fn, args_from_py(primals, "drx.jvp"), args_from_py(tangents, "drx.jvp")));
+      },
+      py::arg("f"), py::arg("primals"), py::arg("tangents"));
+  m.def(
+      "vjp",
+      [](const Fn& f, py::handle primals) {
+        VjpResult r = vjp_call(f.fn, args_from_py(primals, "drx.vjp"));
+        auto pullback = r.pullback;
+        py::cpp_function pb([pullback](py::handle cotangent) {
+          std::vector<Tree> cts = pullback(py_to_leaves(cotangent, "a vjp pullback"));
+          py::list out;
+          for (const Tree& c : cts) out.append(tree_to_py(c));
+          return out;
+        });
+        return py::make_tuple(tree_to_py(r.outputs), pb);
+      },
+      py::arg("f"), py::arg("primals"));
+
+  py::class_<JitCache, std::shared_ptr<JitCache>>(m, "JitCache",
+                                                  "One traced and compiled program per signature.")
+      .def(py::init([](const Fn& f, std::optional<std::vector<std::pair<std::string, int>>> mesh) {
+             JitOptions options;
+             if (mesh) options.mesh = Mesh(*mesh);
+             return std::make_shared<JitCache>(f.fn, options);
+           }),
+           py::arg("f"), py::arg("mesh") = py::none())
+      .def(
+          "__call__",
+          [](JitCache& c, py::handle args) {
+            const std::vector<Tree> in = args_from_py(args, "drx.jit");
+            Tree out;
+            {
+              py::gil_scoped_release release;  // as in Fn::call
+              out = c.call(in);
+            }
+            return tree_to_py(out);
+          },
+          py::arg("args"))
+      .def_property_readonly("trace_count", &JitCache::trace_count)
+      .def_property_readonly("cache_size", &JitCache::cache_size)
+      .def("last_program", [](const JitCache& c) { return to_string(c.last_program()); });
+
+  m.def(
+      "program_text",
+      [](const Fn& f, py::handle examples) {
+        return to_string(
+            detail::trace_examples(f.fn, args_from_py(examples, "drx.make_program"), "main"));
+      },
+      py::arg("f"), py::arg("examples"), "The program f traces to on these example leaves.");
+
+  // DrJAX's placements.
+  m.def(
+      "program",
+      [](const std::vector<std::pair<std::string, int64_t>>& placements, const Fn& f,
+         std::vector<std::string> in_placements) {
+        return Fn{program_fn(placements, f.fn, std::move(in_placements))};
+      },
+      py::arg("placements"), py::arg("f"), py::arg("in_placements"));
+  m.def(
+      "map_fn",
+      [](const Fn& f, py::handle args) {
+        return tree_to_py(map_fn_trees(f.fn, args_from_py(args, "drx.map_fn")));
+      },
+      py::arg("f"), py::arg("args"));
+  m.def(
+      "broadcast",
+      [](const Value& x, std::optional<std::string> placement) {
+        return placement ? broadcast(x, *placement) : broadcast(x);
+      },
+      py::arg("x"), py::arg("placement") = py::none());
+  m.def("reduce_sum", static_cast<Value (*)(const Value&)>(&reduce_sum), py::arg("x"));
+  m.def("reduce_mean", static_cast<Value (*)(const Value&)>(&reduce_mean), py::arg("x"));
+  m.def("reduce_max", static_cast<Value (*)(const Value&)>(&reduce_max), py::arg("x"));
+  m.def("reduce_min", static_cast<Value (*)(const Value&)>(&reduce_min), py::arg("x"));
+  m.def("reduce_weighted_mean",
+        static_cast<Value (*)(const Value&, const Value&)>(&reduce_weighted_mean), py::arg("x"),
+        py::arg("w"));
+  m.def("client_index", &client_index);
+  m.def("set_blas_thread_control", &set_blas_thread_control, py::arg("on"),
+        "Lets drx keep OpenBLAS on one thread (off by default in Python: NumPy shares it).");
+}
+
+}  // namespace drx::python
