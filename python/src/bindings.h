@@ -26,11 +26,17 @@ Tree py_to_leaf(py::handle h, const char* what);
 py::list leaves_to_py(const Tree& list);
 Tree py_to_leaves(py::handle seq, const char* what);
 
+// drx.Error, the Python type of drx::Error (set when the module is made).
+extern PyObject* drx_error_type;
+
 // A Python callable over lists of leaves as a TreeFn: each argument of the TreeFn is a list of
 // leaves (one positional argument of the Python function, flattened), the callable receives
 // one Python list per argument and returns a list of leaves. The callable is held with the
 // GIL taken whenever it is copied, called or dropped, since the TreeFn may outlive the call
-// that made it or run on another thread.
+// that made it or run on another thread. A drx.Error raised by the callable (an op's error,
+// raised through Python) continues as the drx::Error it was, so that the C++ layers around
+// the call add where it happened (the map_fn body, the function under grad) as they do for
+// C++ functions; any other Python exception propagates unchanged.
 TreeFn tree_fn(py::function f);
 
 }  // namespace drx::python

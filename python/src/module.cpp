@@ -9,6 +9,7 @@ PYBIND11_MODULE(_drx, m) {
   m.doc() = "drx's C++ core (use the `drx` package)";
   // Every drx::Error a user can cause becomes drx.Error, a ValueError with drx's message.
   static py::exception<drx::Error> error(m, "Error", PyExc_ValueError);
+  drx::python::drx_error_type = error.ptr();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

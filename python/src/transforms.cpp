@@ -16,6 +16,8 @@
 
 namespace drx::python {
 
+PyObject* drx_error_type = nullptr;
+
 py::object leaf_to_py(const Tree& leaf) {
   if (leaf.kind() == Tree::Kind::value) return py::cast(leaf.value());
   return py::cast(leaf.array());
@@ -102,7 +104,13 @@ TreeFn tree_fn(py::function f) {
     py::gil_scoped_acquire gil;
     py::list in;
     for (const Tree& a : args) in.append(a.is_leaf() ? leaf_to_py(a) : py::object(leaves_to_py(a)));
-    py::object out = (*held.obj)(in);
+    py::object out;
+    try {
+      out = (*held.obj)(in);
+    } catch (py::error_already_set& e) {
+      if (e.type().ptr() == drx_error_type) throw Error(py::str(e.value()).cast<std::string>());
+      throw;
+    }
     return py_to_leaves(out, "the result of a traced function");
   };
 }

@@ -386,3 +386,118 @@ def test_at_set_and_add_and_their_gradients():
     # d/dx sum(x.at[1].set(0) * 3) = 3 except row 1.
     g = drx.grad(lambda a: (a.at[1].set(0.0) * 3.0).sum())(x)
     np.testing.assert_array_equal(g, [[3.0, 3.0], [0.0, 0.0], [3.0, 3.0]])
+
+
+# ---- DrJAX's documented behaviours ------------------------------------------------------
+def test_a_program_called_with_the_wrong_number_of_arguments_raises():
+    @drx.program(placements={"clients": 2})
+    def f(a, b):
+        return drx.reduce_sum(drx.map_fn(lambda x, y: x * y, (a, b)))
+
+    with pytest.raises(TypeError):
+        drx.jit(f)(np.ones((2, 3)))
+
+
+def test_an_error_inside_map_fn_propagates_with_where_it_was_raised():
+    @drx.program(placements={"clients": 2})
+    def f(a):
+        return drx.reduce_sum(drx.map_fn(lambda x: x @ np.ones((4, 4)), a))
+
+    with pytest.raises(drx.Error, match=r"(?s)matmul: .*\n  in .*map_fn"):
+        drx.jit(f)(np.ones((2, 3)))
+
+    class Mine(Exception):
+        pass
+
+    def boom(x):
+        raise Mine("in a client")
+
+    @drx.program(placements={"clients": 2})
+    def g(a):
+        return drx.reduce_sum(drx.map_fn(boom, a))
+
+    with pytest.raises(Mine, match="in a client"):
+        drx.jit(g)(np.ones((2, 3)))
+
+
+def test_broadcast_outside_a_program_names_the_operation():
+    with pytest.raises(drx.Error, match="broadcast"):
+        drx.jit(lambda w: drx.broadcast(w))(np.ones(3))
+
+
+# ---- threads and memory -------------------------------------------------------------------
+def test_python_threads_call_one_jitted_function_at_once():
+    import threading
+
+    traces = []
+
+    def f(x):
+        traces.append(x.shape)
+        return (x * x).sum(axis=0)
+
+    jf = drx.jit(f)
+    inputs = [rng(i).normal(size=(64, 32)) for i in range(8)]
+    results = [None] * 8
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(50):
+                results[i] = jf(inputs[i])
+        except Exception as e:  # reported below: a thread's exception is otherwise lost
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert traces == [(64, 32)]  # one trace for the one signature
+    for x, r in zip(inputs, results):
+        np.testing.assert_array_equal(r, (x * x).sum(axis=0))
+
+
+def test_repeated_calls_do_not_grow_python_memory():
+    import gc
+    import tracemalloc
+
+    jf = drx.jit(lambda x, y: (x @ y).sum())
+    g = drx.grad(lambda w, x: ((x @ w) ** 2).sum())
+    x, w = np.ones((8, 8)), np.ones(8)
+    for _ in range(200):
+        jf(x, x)
+        g(w, x)
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for _ in range(20000):
+        jf(x, x)
+        g(w, x)
+    gc.collect()
+    grown = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert grown < 64 * 1024, f"{grown} bytes of Python memory kept by 40000 calls"
+
+
+def test_a_process_forked_after_drx_ran_can_use_drx():
+    import os
+
+    @drx.program(placements={"clients": 8})
+    def r(w, xs):
+        return drx.reduce_mean(drx.map_fn(lambda a, x: (a * x).sum() * a,
+                                          (drx.broadcast(w), xs)))
+
+    f = drx.jit(r, mesh=drx.Mesh({"clients": 2}))
+    np.testing.assert_array_equal(f(np.ones(3), np.ones((8, 3))), [3.0, 3.0, 3.0])
+    pid = os.fork()
+    if pid == 0:  # the child: a new program on the same mesh, then the parent's compiled one
+        ok = False
+        try:
+            ok = (np.array_equal(drx.jit(r, mesh=drx.Mesh({"clients": 2}))(
+                      np.full(3, 2.0), np.ones((8, 3))), [12.0] * 3)
+                  and np.array_equal(f(np.ones(3), np.ones((8, 3))), [3.0] * 3))
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
