@@ -110,7 +110,9 @@ std::vector<Case> coverage_cases() {
                              min(x, {1}, true),
                              logsumexp(x, {1}),
                              softmax(x, 1),
-                             log_softmax(x, 0)};
+                             log_softmax(x, 0),
+                             detail::layer_norm_normalize(x, 1e-5)[0],
+                             detail::layer_norm_normalize(x, 0.0)[1]};
                    },
                    {f32t({3, 4})}});
   cases.push_back({"linalg",

@@ -71,6 +71,12 @@ inline std::optional<int64_t> param_int(const Eqn& e, const char* key) {
   const auto* v = std::get_if<int64_t>(&e.params.at(key, e.prim->name()));
   return v ? std::optional<int64_t>(*v) : std::nullopt;
 }
+// The floating-point parameter `key`, or nullopt when absent or of another kind.
+inline std::optional<double> param_double(const Eqn& e, const char* key) {
+  if (!e.params.has(key)) return std::nullopt;
+  const auto* v = std::get_if<double>(&e.params.at(key, e.prim->name()));
+  return v ? std::optional<double>(*v) : std::nullopt;
+}
 // The integer-list parameter `key`, or nullptr when absent or of another kind.
 inline const std::vector<int64_t>* param_ints(const Eqn& e, const char* key) {
   if (!e.params.has(key)) return nullptr;

@@ -5,6 +5,7 @@
 // position is written).
 #include "drx/exec/kernels.h"
 #include "drx/ops/axis_loops.h"
+#include "drx/ops/layer_norm_rows.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -60,6 +61,24 @@ class SoftmaxKernel : public Kernel {
   AxisLayout l_;
 };
 
+template <class T>
+class LayerNormKernel : public Kernel {
+ public:
+  KernelKind kind() const override { return KernelKind::reduction; }
+
+ public:
+  LayerNormKernel(const Eqn& e, int64_t rows, int64_t n, double eps)
+      : x_(e.ins[0]), y_(e.outs[0]), r_(e.outs[1]), rows_(rows), n_(n), eps_(eps) {}
+  void run(Frame& f) const override {
+    layer_norm_rows::normalize<T>(f.in<T>(x_), rows_, n_, eps_, f.out<T>(y_), f.out<T>(r_));
+  }
+
+ private:
+  int x_, y_, r_;
+  int64_t rows_, n_;
+  double eps_;
+};
+
 template <bool Max>
 std::optional<KernelSpec> arg_reduce(const Eqn& e, const CompileContext& cx) {
   const std::optional<int64_t> axis = param_int(e, "axis");
@@ -90,6 +109,16 @@ std::optional<KernelSpec> softmax(const Eqn& e, const CompileContext& cx) {
   return spec<SoftmaxKernel<double>>(Alias::none, e, l);
 }
 
+std::optional<KernelSpec> layer_norm(const Eqn& e, const CompileContext& cx) {
+  const std::optional<double> eps = param_double(e, "eps");
+  const VarInfo& x = cx.var(e.ins[0]);
+  if (!eps || x.shape.empty() || x.shape.back() < 1) return std::nullopt;
+  const int64_t n = x.shape.back(), rows = num_elements(x.shape) / n;
+  if (x.dtype == DType::f32) return spec<LayerNormKernel<float>>(Alias::none, e, rows, n, *eps);
+  if (x.dtype == DType::f64) return spec<LayerNormKernel<double>>(Alias::none, e, rows, n, *eps);
+  return std::nullopt;
+}
+
 }  // namespace
 
 void add_axis_kernels(KernelTable& t) {
@@ -97,6 +126,7 @@ void add_axis_kernels(KernelTable& t) {
   t[&prims::argmin()] = arg_reduce<false>;
   t[&prims::cumsum()] = cumsum;
   t[&prims::softmax()] = softmax;
+  t[&prims::layer_norm_normalize()] = layer_norm;
 }
 
 }  // namespace drx::exec

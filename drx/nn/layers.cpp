@@ -3,6 +3,7 @@
 #include "drx/nn/nn.h"
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
+#include "drx/ops/primitives.h"
 
 DRX_PUBLIC_OPS_FILE(nn_layers);
 
@@ -68,6 +69,10 @@ Value layer_norm(const Value& x, const Value& scale, const Value& bias, double e
         "dtype, got x " +
         x.type().str() + ", scale " + scale.type().str() + ", bias " + bias.type().str());
   if (!(eps >= 0)) throw Error("layer_norm: eps " + std::to_string(eps) + " is negative");
+  // f32 and f64 as one primitive (one pass, the composite's bits); other floats as the
+  // composite, each op rounding in the dtype.
+  if ((x.dtype() == DType::f32 || x.dtype() == DType::f64) && x.shape().back() >= 1)
+    return detail::layer_norm_normalize(x, eps)[0] * scale + bias;
   Value centred = x - mean(x, {-1}, true);
   Value var = mean(square(centred), {-1}, true);
   return centred * rsqrt(var + eps) * scale + bias;

@@ -88,6 +88,8 @@ const Primitive& argmax();
 const Primitive& argmin();
 const Primitive& cumsum();
 const Primitive& softmax();
+// (y, r): LayerNorm's normalisation over the last axis (f32, f64), bitwise the composite.
+const Primitive& layer_norm_normalize();
 // constants
 const Primitive& constant();
 const Primitive& iota();
@@ -103,4 +105,7 @@ Value stable_shift(const Value& x, const std::vector<int64_t>& axes);
 // softmax as public ops: exp(x - shift) / sum(exp(x - shift)); the lowering
 // of the softmax primitive, and its reference in tests.
 Value softmax_composite(const Value& x, int64_t axis);
+// {(x - mean(x)) * r, r} with r = rsqrt(mean((x - mean(x))^2) + eps) over the last axis
+// (kept as size 1), as one layer_norm_normalize equation; f32 or f64 x.
+Values layer_norm_normalize(const Value& x, double eps);
 }  // namespace drx::detail
