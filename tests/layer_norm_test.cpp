@@ -113,13 +113,7 @@ TEST(LayerNorm, DerivativesToSecondOrderMatchFiniteDifferences) {
       {"one_row", y, {{7}}, -2, 2},       {"batch_y", y, {{2, 3, 4}}, -2, 2},
       {"batch_r", r, {{2, 3, 4}}, -2, 2}, {"second", second, {{2, 4}}, -2, 2},
   };
-  for (const OpCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_TRUE(GradMatchesFiniteDifferences(c, 3, 1e-6));
-    EXPECT_TRUE(VjpMatchesJvp(c, 4));
-    EXPECT_TRUE(VmapMatchesLoop(c, 5, 0));
-    EXPECT_TRUE(VmapMatchesLoop(c, 6, -1));
-  }
+  ExpectRulesMatchReferences(cases);
 }
 
 TEST(LayerNorm, ErrorsNameThePrimitiveAndTheOperand) {

@@ -81,13 +81,7 @@ TEST(Softmax, DerivativesToSecondOrderMatchFiniteDifferences) {
       {"second_last", second(-1), {{2, 4}}, -2, 2},
       {"second_first", second(0), {{3, 2}}, -2, 2},
   };
-  for (const OpCase& c : cases) {
-    SCOPED_TRACE(c.name);
-    EXPECT_TRUE(GradMatchesFiniteDifferences(c, 3, 1e-6));
-    EXPECT_TRUE(VjpMatchesJvp(c, 4));
-    EXPECT_TRUE(VmapMatchesLoop(c, 5, 0));
-    EXPECT_TRUE(VmapMatchesLoop(c, 6, -1));
-  }
+  ExpectRulesMatchReferences(cases);
 }
 
 TEST(Softmax, ErrorsNameSoftmaxAndTheOperand) {
