@@ -20,6 +20,8 @@ PACKAGES=(
   python3-dev           # the Python package (python/): Debian's interpreter's headers
   pybind11-dev          # the `_drx` extension module
   python3-pytest        # tests/python
+  python3-pip           # pip wheel --no-build-isolation --no-deps . (the offline wheel)
+  mypy                  # stubgen: the extension's type stubs (_drx.pyi)
   dataset-fashion-mnist # the real dataset for the federated benchmark
   clang-14              # scripts/fuzz.sh: libFuzzer targets in fuzz/
   libclang-rt-14-dev    # libFuzzer, ASan and UBSan runtimes (clang-14 does not pull them in)

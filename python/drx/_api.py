@@ -35,10 +35,19 @@ def _in_leaf(x):
             from None
 
 
+_LEAF = tree_util.tree_structure(0)
+
+
 def _flatten_args(args):
     """Per positional argument: its leaves (C++ side), weak flags and tree structure."""
     leaf_lists, weak_lists, trees = [], [], []
     for a in args:
+        if type(a) is np.ndarray or type(a) is Tracer:  # the common case: one leaf
+            leaf, weak = _in_leaf(a)
+            leaf_lists.append([leaf])
+            weak_lists.append([weak])
+            trees.append(_LEAF)
+            continue
         leaves, tree = tree_util.tree_flatten(a)
         converted = [_in_leaf(l) for l in leaves]
         leaf_lists.append([c[0] for c in converted])
@@ -297,35 +306,58 @@ def vjp(fun, *primals, has_aux=False):
     return (out, pullback, aux) if has_aux else (out, pullback)
 
 
-def _axes_per_arg(axes, n, what):
-    if axes is None or isinstance(axes, int):
-        return [axes] * n
-    axes = list(axes)
-    if len(axes) != n:
-        raise Error(f"vmap: {what} has {len(axes)} entries for {n} arguments")
-    for a in axes:
-        if a is not None and not isinstance(a, int):
-            raise Error(f"vmap: {what} entries must be an int or None (one per positional "
-                        f"argument), got {a!r}")
+def _leaf_axes(in_axes, args):
+    """One axis (or None) per leaf of args, from in_axes as JAX reads it: an int or None for
+    every leaf, or a tuple/list with an entry per positional argument, each an int, None or a
+    pytree prefix of that argument."""
+    if in_axes is None or isinstance(in_axes, int):
+        return [in_axes] * sum(len(tree_util.tree_leaves(a)) for a in args)
+    if not isinstance(in_axes, (tuple, list)) or len(in_axes) != len(args):
+        raise Error(f"vmap: in_axes must be an int, None, or a tuple with one entry per "
+                    f"positional argument ({len(args)}), got {in_axes!r}")
+    axes = []
+    for i, (entry, arg) in enumerate(zip(in_axes, args)):
+        prefix_leaves, prefix = tree_util.tree_flatten(entry, is_leaf=lambda x: x is None)
+        for a in prefix_leaves:
+            if a is not None and not isinstance(a, int):
+                raise Error(f"vmap: in_axes entries must be ints or None, got {a!r} for "
+                            f"argument {i}")
+        try:
+            subtrees = prefix.flatten_up_to(arg)
+        except ValueError as e:
+            raise Error(f"vmap: in_axes[{i}] is not a prefix of argument {i}'s structure: {e}") \
+                from None
+        for a, sub in zip(prefix_leaves, subtrees):
+            axes.extend([a] * len(tree_util.tree_leaves(sub)))
     return axes
 
 
 def vmap(fun, in_axes=0, out_axes=0):
-    """fun mapped over an axis of its arguments (as jax.vmap): in_axes per positional
-    argument (an int, or None for an argument that is not mapped), out_axes per output."""
+    """fun mapped over an axis of its arguments (as jax.vmap). in_axes: an int or None (not
+    mapped) for every leaf, or a tuple with one entry per positional argument, each an int,
+    None or a pytree prefix of the argument; out_axes: an int or None for every output leaf,
+    or a sequence with one entry per output leaf."""
     eager = _Eager()
 
     def transformed(*args):
         leaf_lists, weak_lists, trees = _flatten_args(args)
         if _concrete(leaf_lists):
             return eager(transformed, args)
-        per_arg = _axes_per_arg(in_axes, len(args), "in_axes")
-        t = _Traceable(fun, trees, weak_lists)
-        if isinstance(out_axes, (int, type(None))):
-            outs = [out_axes]
-        else:
-            outs = list(out_axes)
-        result = _drx.vmap(t.fn, per_arg, outs)(leaf_lists)
+        axes = _leaf_axes(in_axes, args)
+        # Each leaf crosses as an argument of its own, with its own axis.
+        leaf = tree_util.tree_structure(0)
+        flat_leaves = [l for ls in leaf_lists for l in ls]
+        flat_weak = [[w] for ws in weak_lists for w in ws]
+
+        def on_leaves(*leaves):
+            it = iter(leaves)
+            rebuilt = [tree_util.tree_unflatten(tree, [next(it) for _ in range(tree.num_leaves)])
+                       for tree in trees]
+            return fun(*rebuilt)
+
+        t = _Traceable(on_leaves, [leaf] * len(flat_leaves), flat_weak)
+        outs = [out_axes] if isinstance(out_axes, (int, type(None))) else list(out_axes)
+        result = _drx.vmap(t.fn, axes, outs)([[l] for l in flat_leaves])
         return t.rebuild(result)
 
     return functools.wraps(fun, updated=())(transformed)
@@ -376,14 +408,15 @@ def _tree_apply(op, x):
     return tree_util.tree_map(lambda l: Tracer(op(as_value(l))), x)
 
 
-def broadcast(x, mesh=None, placement=None):
-    """x (a pytree) copied to every client of the placement: one leading axis added."""
+def broadcast(x, placement=None, *, mesh=None):
+    """x (a pytree) copied to every client of the placement: one leading axis added. With
+    nested placements, name the one (``broadcast(w, "groups")``), as in C++."""
     del mesh  # accepted for DrJAX compatibility: the mesh is jit's
     return tree_util.tree_map(
         lambda l: Tracer(_drx.broadcast(as_value(l), placement)), x)
 
 
-def map_fn(fn, arg, mesh=None):
+def map_fn(fn, arg, *, mesh=None):
     """fn applied to each client's slice of arg (DrJAX's convention: a tuple, namedtuples
     included, is unpacked into fn's arguments; anything else is passed as one argument)."""
     del mesh

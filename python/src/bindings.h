@@ -26,6 +26,10 @@ Tree py_to_leaf(py::handle h, const char* what);
 py::list leaves_to_py(const Tree& list);
 Tree py_to_leaves(py::handle seq, const char* what);
 
+// The docstring of the public op `name` ("exp", "nn::relu"): its C++ signature and one-line doc
+// from the public-op table (drx/ops/op_table.h), or "" when the table has no such op.
+std::string op_doc(const char* name);
+
 // drx.Error, the Python type of drx::Error (set when the module is made).
 extern PyObject* drx_error_type;
 

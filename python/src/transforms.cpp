@@ -77,7 +77,7 @@ struct Held {
 // A function crossing the boundary: a TreeFn, callable from Python.
 struct Fn {
   TreeFn fn;
-  py::object call(py::handle args) const {
+  py::object call(py::object args) const {
     const std::vector<Tree> in = args_from_py(args, "drx function call");
     Tree out;
     {
@@ -135,23 +135,23 @@ void bind_transforms(py::module_& m) {
       py::arg("f"), py::arg("argnums"), py::arg("with_value"), py::arg("allow_int") = false);
   m.def(
       "vmap",
-      [](const Fn& f, py::handle in_axes, py::handle out_axes) {
+      [](const Fn& f, py::object in_axes, py::object out_axes) {
         return Fn{vmap_fn(f.fn, axes_from_py(in_axes), axes_from_py(out_axes))};
       },
       py::arg("f"), py::arg("in_axes"), py::arg("out_axes"));
   m.def(
       "jvp",
-      [](const Fn& f, py::handle primals, py::handle tangents) {
+      [](const Fn& f, py::object primals, py::object tangents) {
         return tree_to_py(
             jvp_call(f.fn, args_from_py(primals, "drx.jvp"), args_from_py(tangents, "drx.jvp")));
       },
       py::arg("f"), py::arg("primals"), py::arg("tangents"));
   m.def(
       "vjp",
-      [](const Fn& f, py::handle primals) {
+      [](const Fn& f, py::object primals) {
         VjpResult r = vjp_call(f.fn, args_from_py(primals, "drx.vjp"));
         auto pullback = r.pullback;
-        py::cpp_function pb([pullback](py::handle cotangent) {
+        py::cpp_function pb([pullback](py::object cotangent) {
           std::vector<Tree> cts = pullback(py_to_leaves(cotangent, "a vjp pullback"));
           py::list out;
           for (const Tree& c : cts) out.append(tree_to_py(c));
@@ -171,7 +171,7 @@ void bind_transforms(py::module_& m) {
            py::arg("f"), py::arg("mesh") = py::none())
       .def(
           "__call__",
-          [](JitCache& c, py::handle args) {
+          [](JitCache& c, py::object args) {
             const std::vector<Tree> in = args_from_py(args, "drx.jit");
             Tree out;
             {
@@ -187,7 +187,7 @@ void bind_transforms(py::module_& m) {
 
   m.def(
       "program_text",
-      [](const Fn& f, py::handle examples) {
+      [](const Fn& f, py::object examples) {
         return to_string(
             detail::trace_examples(f.fn, args_from_py(examples, "drx.make_program"), "main"));
       },
@@ -203,7 +203,7 @@ void bind_transforms(py::module_& m) {
       py::arg("placements"), py::arg("f"), py::arg("in_placements"));
   m.def(
       "map_fn",
-      [](const Fn& f, py::handle args) {
+      [](const Fn& f, py::object args) {
         return tree_to_py(map_fn_trees(f.fn, args_from_py(args, "drx.map_fn")));
       },
       py::arg("f"), py::arg("args"));

@@ -3,6 +3,7 @@
 // NumPy's indexing; here each op is its C++ function.
 #include <pybind11/stl.h>
 
+#include "drx/ops/op_table.h"
 #include "python/src/bindings.h"
 
 namespace drx::python {
@@ -50,7 +51,7 @@ void bind_unary(py::module_& m) {
       {"zeros_like", &zeros_like},
       {"ones_like", &ones_like},
   };
-  for (const auto& [name, fn] : ops) m.def(name, fn, py::arg("x"));
+  for (const auto& [name, fn] : ops) m.def(name, fn, py::arg("x"), op_doc(name).c_str());
 }
 
 void bind_binary(py::module_& m) {
@@ -76,7 +77,8 @@ void bind_binary(py::module_& m) {
       {"shift_right_logical", &shift_right_logical},
       {"shift_right_arithmetic", &shift_right_arithmetic},
   };
-  for (const auto& [name, fn] : ops) m.def(name, fn, py::arg("a"), py::arg("b"));
+  for (const auto& [name, fn] : ops)
+    m.def(name, fn, py::arg("a"), py::arg("b"), op_doc(name).c_str());
 }
 
 using Axes = std::optional<std::vector<int64_t>>;
@@ -95,10 +97,16 @@ void def_reduction(py::module_& m, const char* name) {
         for (size_t i = 0; i < every.size(); ++i) every[i] = static_cast<int64_t>(i);
         return Along(x, every, true);
       },
-      py::arg("x"), py::arg("axes") = py::none(), py::arg("keepdims") = false);
+      py::arg("x"), py::arg("axes") = py::none(), py::arg("keepdims") = false,
+      op_doc(name).c_str());
 }
 
 }  // namespace
+
+std::string op_doc(const char* name) {
+  const OpInfo* op = find_public_op(name);
+  return op ? op->qualified_name() + op->signature + "\n\n" + op->doc : "";
+}
 
 void bind_values(py::module_& m) {
   py::class_<Value>(m, "Value", "A traced array: a variable of the program being traced.")
@@ -197,6 +205,15 @@ void bind_values(py::module_& m) {
         return one_hot(labels, n, dtype_arg(dtype));
       },
       py::arg("labels"), py::arg("n"), py::arg("dtype") = "f32");
+  m.def(
+      "public_ops",
+      [] {
+        py::list out;
+        for (const OpInfo& op : public_ops())
+          out.append(py::make_tuple(op.qualified_name(), op.signature, op.doc));
+        return out;
+      },
+      "Every public C++ op: (qualified name, signature, doc), as the public-op table lists them.");
   m.def(
       "in_trace", [] { return current_trace() != nullptr; },
       "Whether a trace is open (inside jit, grad, vmap, map_fn ...).");

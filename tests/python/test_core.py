@@ -501,3 +501,49 @@ def test_a_process_forked_after_drx_ran_can_use_drx():
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_hierarchical_fedavg_with_nested_placements_and_its_gradient():
+    xs = rng(10).normal(size=(2, 3, 4))
+
+    @drx.program(placements={"groups": 2, "clients": 3}, in_placements=["", "groups.clients"])
+    def two_level(w, xs):
+        def group(wg, xg):
+            per_client = drx.map_fn(lambda a, x: a * (x * x).sum(),
+                                    (drx.broadcast(wg, "clients"), xg))
+            return drx.reduce_mean(per_client)
+
+        return drx.reduce_mean(drx.map_fn(group, (drx.broadcast(w, "groups"), xs)))
+
+    w = np.array([1.0, -2.0])
+    want = np.mean([[w * (x * x).sum() for x in g] for g in xs], axis=(0, 1))
+    np.testing.assert_allclose(drx.jit(two_level)(w, xs), want, rtol=1e-15)
+    g = drx.grad(lambda w, xs: (two_level(w, xs) ** 2.0).sum())(w, xs)
+    np.testing.assert_allclose(g, 2 * want * np.mean((xs * xs).sum(-1)), rtol=1e-14)
+    # A nested placement must be named for broadcast.
+    with pytest.raises(drx.Error, match="several placements"):
+        drx.jit(drx.program(lambda w: drx.reduce_mean(drx.broadcast(w)),
+                            placements={"groups": 2, "clients": 3}))(np.ones(5))
+
+
+def test_vmap_in_axes_are_pytree_prefixes_as_in_jax():
+    r = rng(11)
+    params = {"w": r.normal(size=(3, 2)), "scale": np.float64(2.0) * np.ones(2)}
+    batch = {"x": r.normal(size=(5, 3)), "y": r.normal(size=(2, 5))}
+
+    def f(p, b):
+        return (b["x"] @ p["w"]) * p["scale"] - b["y"]
+
+    out = drx.vmap(f, in_axes=(None, {"x": 0, "y": 1}))(params, batch)
+    want = np.stack([f(params, {"x": batch["x"][i], "y": batch["y"][:, i]}) for i in range(5)])
+    np.testing.assert_allclose(out, want, rtol=1e-15)
+    # A per-leaf None inside a prefix, and out_axes per output leaf.
+    out2 = drx.vmap(lambda p, x: (x @ p["w"], p["scale"] * 1.0),
+                    in_axes=({"w": None, "scale": 0}, 0), out_axes=(1, 0))(
+        {"w": params["w"], "scale": np.ones((5, 2))}, batch["x"])
+    np.testing.assert_allclose(out2[0], (batch["x"] @ params["w"]).T, rtol=1e-15)
+    np.testing.assert_array_equal(out2[1], np.ones((5, 2)))
+    with pytest.raises(drx.Error, match="prefix"):
+        drx.vmap(f, in_axes=(None, [0, 1]))(params, batch)
+    with pytest.raises(drx.Error, match="one entry per"):
+        drx.vmap(f, in_axes=(0,))(params, batch)
