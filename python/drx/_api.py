@@ -264,39 +264,32 @@ def vjp(fun, *primals, has_aux=False):
     if _concrete(leaf_lists):
         raise Error("vjp: call it inside a traced function (drx.jit), since its pullback is "
                     "a traced function; or use drx.grad")
-    aux_box = []
-
-    def main_only(*args):
+    def checked(*args):
         out = fun(*args)
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise Error("vjp: with has_aux=True the function must return a pair (out, aux)")
-            aux_box.append(out[1])
-            return out[0]
+        if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+            raise Error("vjp: with has_aux=True the function must return a pair (out, aux)")
         return out
 
-    def with_aux_out(*args):
-        out = fun(*args)
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise Error("vjp: with has_aux=True the function must return a pair (out, aux)")
-            return out
-        return out
-
-    t = _Traceable(with_aux_out, trees, weak_lists)
+    t = _Traceable(checked, trees, weak_lists)
     outputs, pullback_flat = _drx.vjp(t.fn, leaf_lists)
     full = t.rebuild(outputs)
     out, aux = full if has_aux else (full, None)
-    out_tree = tree_util.tree_structure(out)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
     aux_leaves = tree_util.tree_leaves(aux) if has_aux else []
+
+    def cotangent_value(ct, o):
+        """A cotangent leaf as a Value of its output's dtype (a Python number is weak)."""
+        if isinstance(ct, Tracer) and not ct._weak:
+            return ct._value
+        v = _drx.scalar_like(o._value, float(ct)) if is_python_scalar(ct) else as_value(ct)
+        return v if v.dtype == o._value.dtype else _drx.astype(v, o._value.dtype)
 
     def pullback(cotangent):
         ct_leaves, ct_tree = tree_util.tree_flatten(cotangent)
         if ct_tree != out_tree:
             raise Error(f"vjp pullback: the cotangent's structure {ct_tree} differs from the "
                         f"output's {out_tree}")
-        values = [_in_leaf(l)[0] if not isinstance(l, Tracer) else l._value for l in ct_leaves]
-        values = [as_value(v) if isinstance(v, _drx.Array) else v for v in values]
+        values = [cotangent_value(c, o) for c, o in zip(ct_leaves, out_leaves)]
         # aux gets zero cotangents: it is not differentiated.
         values += [_drx.zeros_like(a._value) for a in aux_leaves]
         cts = pullback_flat(values)

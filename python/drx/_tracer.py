@@ -7,8 +7,6 @@ strongly typed. Using a traced value where Python needs a concrete one (``if x >
 ``float(x)``) raises ConcretizationError, naming the structured control flow to use instead.
 """
 
-import numbers
-
 import numpy as np
 
 from . import _drx

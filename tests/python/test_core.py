@@ -547,3 +547,22 @@ def test_vmap_in_axes_are_pytree_prefixes_as_in_jax():
         drx.vmap(f, in_axes=(None, [0, 1]))(params, batch)
     with pytest.raises(drx.Error, match="one entry per"):
         drx.vmap(f, in_axes=(0,))(params, batch)
+
+
+def test_vjp_pullback_takes_python_numbers_and_numpy_in_the_outputs_dtype():
+    def f(a):
+        def g(x):
+            return (x * x).sum(), x * 3.0
+
+        (s, t), pullback = drx.vjp(g, a)
+        (from_number,) = pullback((1.0, np.zeros(3, np.float32)))
+        (from_array,) = pullback((np.float32(2.0), np.ones(3, np.float32)))
+        return from_number, from_array
+
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    a, b = drx.jit(f)(x)
+    assert a.dtype == np.float32 and b.dtype == np.float32
+    np.testing.assert_array_equal(a, 2 * x)
+    np.testing.assert_array_equal(b, 2 * 2 * x + 3.0)
+    with pytest.raises(drx.Error, match="structure"):
+        drx.jit(lambda v: drx.vjp(lambda x: x * 2.0, v)[1]((1.0, 2.0)))(x)
