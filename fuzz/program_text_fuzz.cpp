@@ -56,6 +56,11 @@ double pick_value(Rng& rng, bool floating) {
 }
 
 drx::Array make_input(const drx::Type& t, Rng& rng) {
+  // bf16, f16 and the narrow integers have no C++ element type: their values are drawn in
+  // the dtype they compute in, then converted (rounded or wrapped).
+  if (drx::is_storage_format(t.dtype))
+    return drx::convert_array(make_input(drx::Type(drx::compute_dtype(t.dtype), t.shape), rng),
+                              t.dtype);
   drx::Array a(t.dtype, t.shape);
   drx::dispatch_dtype(t.dtype, [&](auto zero) {
     using T = decltype(zero);
