@@ -136,6 +136,49 @@ TEST(Mesh, ScopesNestAndJitUsesTheInnermost) {
   EXPECT_EQ(g.cache_size(), 1u);
 }
 
+// DrJAX's mesh= (Python's broadcast and map_fn): the program asks the jit tracing it for a mesh.
+TEST(Mesh, AMeshAskedForWhileTracingIsTheJitsMesh) {
+  auto asking = [](std::optional<Mesh> m) {
+    return [m](Value w, Value xs, Value ys) {
+      if (m) detail::request_mesh(*m, "broadcast");
+      return round_program(5)(w, xs, ys);
+    };
+  };
+  Array w = random_array({4, 3}, f32, 1), xs = random_array({5, 8, 4}, f32, 2),
+        ys = random_array({5, 8}, f32, 3);
+  std::vector<Array> plain = jit(asking(std::nullopt))(w, xs, ys);
+  EXPECT_TRUE(BitwiseEqual(jit(asking(Mesh({{"clients", 2}})))(w, xs, ys), plain));
+  // The mesh reaches jit's check: an axis naming no placement is its error.
+  expect_error(
+      [&] {
+        jit(asking(Mesh({{"client", 2}})))(w, xs, ys);
+      },
+      {"jit: mesh {client: 2} names no placement"});
+  expect_error(
+      [&] {
+        jit(asking(Mesh({{"clients", 2}})), Mesh({{"clients", 3}}))(w, xs, ys);
+      },
+      {"broadcast: mesh {clients: 2} differs from the mesh {clients: 3} given to jit"});
+  auto twice = [](Value w, Value xs, Value ys) {
+    detail::request_mesh(Mesh({{"clients", 2}}), "broadcast");
+    detail::request_mesh(Mesh({{"clients", 3}}), "map_fn");
+    return round_program(5)(w, xs, ys);
+  };
+  expect_error([&] { jit(twice)(w, xs, ys); },
+               {"map_fn: mesh {clients: 3} differs from the mesh {clients: 2} that broadcast "
+                "asked for earlier"});
+  // A jit inlined into another's trace passes its program's request on, also when its own
+  // trace is cached from an earlier enclosing trace.
+  auto inner = jit(asking(Mesh({{"client", 2}})));
+  auto outer = [inner](Value w, Value xs, Value ys) { return inner(w, xs, ys); };
+  for (int i = 0; i < 2; ++i)
+    expect_error([&] { jit(outer)(w, xs, ys); }, {"jit: mesh {client: 2} names no placement"});
+  EXPECT_EQ(inner.trace_count(), 1);
+  // Traced outside a jit (nothing compiles), a request does nothing.
+  EXPECT_NO_THROW(trace(asking(Mesh({{"client", 2}})),
+                        {typed(f32, {4, 3}), typed(f32, {5, 8, 4}), typed(f32, {5, 8})}));
+}
+
 TEST(Mesh, ResultsAreBitwiseIdenticalOnOneToFourDevices) {
   // 7 and 13 clients split unevenly over 2, 3 and 4 devices; 2 clients leave
   // devices idle. Both the round and its hypergradient, in f32 and f64.

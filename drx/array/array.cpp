@@ -1,6 +1,7 @@
 #include "drx/array/array.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,10 @@
 #include "drx/array/half.h"
 
 namespace drx {
+
+namespace {
+std::atomic<int64_t> live_buffers{0};
+}  // namespace
 
 Array::Array() : Array(DType::f32, {}) {}
 
@@ -32,8 +37,24 @@ Array::Array(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape))
   if (!p)
     throw Error("Array: cannot allocate " + std::to_string(bytes) + " bytes for " + what +
                 " (out of memory)");
-  buffer_ = std::shared_ptr<std::byte[]>(p, [](std::byte* q) { std::free(q); });
+  live_buffers.fetch_add(1, std::memory_order_relaxed);
+  buffer_ = std::shared_ptr<std::byte[]>(p, [](std::byte* q) {
+    std::free(q);
+    live_buffers.fetch_sub(1, std::memory_order_relaxed);
+  });
 }
+
+Array Array::external(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner) {
+  for (int64_t d : shape)
+    if (d < 0) throw Error("Array::external: negative dimension in shape " + shape_str(shape));
+  if (!data || reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0)
+    throw Error("Array::external: the memory of a " + std::string(dtype_name(dtype)) +
+                shape_str(shape) + " array is not aligned for its dtype");
+  return Array(dtype, std::move(shape),
+               std::shared_ptr<std::byte[]>(std::move(owner), static_cast<std::byte*>(data)));
+}
+
+int64_t live_array_buffers() { return live_buffers.load(std::memory_order_relaxed); }
 
 void Array::check_dtype(DType expected, const char* op) const {
   if (expected != dtype_)

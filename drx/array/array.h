@@ -16,6 +16,11 @@ class Array {
  public:
   Array();                          // an f32 scalar 0
   Array(DType dtype, Shape shape);  // zero-initialised
+  // An array over memory drx did not allocate (a NumPy array's): `data` holds the elements,
+  // row-major, aligned for `dtype`, and stays valid while `owner` lives. drx never writes an
+  // array it did not just create, so the memory is only read; its owner must not change it
+  // while drx may read it.
+  static Array external(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner);
 
   template <class T>
   static Array from_vector(const std::vector<T>& values, Shape shape) {
@@ -81,11 +86,16 @@ class Array {
   std::string str() const;  // "f32[2,3]{1, 2, 3, 4, 5, 6}"
 
  private:
+  Array(DType dtype, Shape shape, std::shared_ptr<std::byte[]> buffer)
+      : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)) {}
   void check_dtype(DType expected, const char* op) const;
   DType dtype_ = DType::f32;
   Shape shape_;
   std::shared_ptr<std::byte[]> buffer_;
 };
+
+// Buffers drx has allocated that are still alive (for leak checks of embedding layers).
+int64_t live_array_buffers();
 
 Array zeros(const Shape& shape, DType dtype = DType::f32);
 Array ones(const Shape& shape, DType dtype = DType::f32);

@@ -43,6 +43,32 @@ JitWaitHook& wait_hook() {
   return hook;
 }
 
+// The mesh that broadcast or map_fn asked the jit being traced on this thread to compile for
+// (DrJAX's mesh= keyword), collected while that jit traces.
+struct MeshRequest {
+  const std::optional<Mesh>* given;  // the tracing jit's own mesh
+  std::optional<Mesh> requested;
+  std::string requested_by;
+};
+thread_local MeshRequest* mesh_request = nullptr;
+
+// Collects the mesh requests of one trace; restores the enclosing trace's collector.
+class MeshRequestScope {
+ public:
+  explicit MeshRequestScope(const std::optional<Mesh>* given)
+      : request_{given, std::nullopt, ""}, enclosing_(mesh_request) {
+    mesh_request = &request_;
+  }
+  ~MeshRequestScope() { mesh_request = enclosing_; }
+  MeshRequestScope(const MeshRequestScope&) = delete;
+  MeshRequestScope& operator=(const MeshRequestScope&) = delete;
+  const std::optional<Mesh>& requested() const { return request_.requested; }
+
+ private:
+  MeshRequest request_;
+  MeshRequest* enclosing_;
+};
+
 bool holds_values(const Tree& t) {
   for (const Tree& leaf : tree_leaves(t))
     if (leaf.kind() == Tree::Kind::value) return true;
@@ -50,6 +76,21 @@ bool holds_values(const Tree& t) {
 }
 
 }  // namespace
+
+namespace detail {
+void request_mesh(const Mesh& mesh, const std::string& op) {
+  MeshRequest* r = mesh_request;
+  if (!r) return;  // traced outside any jit (make_program): nothing compiles
+  if (r->given && *r->given && !(**r->given == mesh))
+    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + (*r->given)->str() +
+                " given to jit");
+  if (r->requested && !(*r->requested == mesh))
+    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + r->requested->str() +
+                " that " + r->requested_by + " asked for earlier in this program");
+  r->requested = mesh;
+  r->requested_by = op;
+}
+}  // namespace detail
 
 void set_jit_wait_hook(JitWaitHook hook) {
   std::lock_guard<std::mutex> lock(hook_mu);
@@ -63,6 +104,8 @@ struct JitCache::Entry {
   std::string signature;  // fingerprints of the key and the program, compared across processes
   Values captured;        // inlined only: enclosing-trace Values of the trailing inputs
   bool reusable = true;   // false when it captured Values of the trace it was made in
+  Mesh mesh;              // compiled: the mesh it runs on
+  std::optional<Mesh> requested_mesh;  // inlined: the mesh its trace asked for
 };
 
 // A signature's place in the cache: being traced by `tracer`, then done (with
@@ -181,15 +224,18 @@ Tree JitCache::call_compiled(const std::vector<Tree>& args) {
   std::shared_ptr<const Entry> entry = entry_for(key, [&] {
     std::vector<Type> types;
     for (const Array& a : arrays) types.emplace_back(a.dtype(), a.shape());
+    MeshRequestScope requests(&options_.mesh);
     TracedFn t = trace_tree_fn(fn_, args, types, "jit");
-    // Only a mesh given to jit itself: an ambient MeshScope simply does not
-    // apply to a program without its placements.
-    if (options_.mesh) check_mesh_names_placements(t.program, *options_.mesh, "jit");
+    // Only a mesh given to jit itself (or asked for by the program): an ambient MeshScope
+    // simply does not apply to a program without its placements.
+    const std::optional<Mesh>& chosen = options_.mesh ? options_.mesh : requests.requested();
+    if (chosen) check_mesh_names_placements(t.program, *chosen, "jit");
     auto made = std::make_shared<Entry>();
     made->program = simplify(t.program);
     made->out_structure = std::move(t.out_structure);
+    made->mesh = chosen ? *chosen : mesh;
     CompileOptions options;
-    options.mesh = mesh;
+    options.mesh = made->mesh;
     options.backend = options_.backend;
     options.precision = options_.precision;
     made->executable = compile(made->program, options);
@@ -204,7 +250,7 @@ Tree JitCache::call_compiled(const std::vector<Tree>& args) {
   // Every process must run the same program on the same global argument
   // types, or their collectives would pair up wrongly; checked every call, as
   // a process may meet a new signature while the others reuse a cached one.
-  if (const ProcessGroup* group = mesh.process_group())
+  if (const ProcessGroup* group = entry->mesh.process_group())
     group->check_same("the jitted program and its argument types", entry->signature);
   std::vector<Array> results = entry->executable.run(arrays);
   std::vector<Tree> out_leaves(results.begin(), results.end());
@@ -221,14 +267,24 @@ Tree JitCache::call_inline(const std::vector<Tree>& args) {
     key += ";" + v.type().str();
   }
   std::shared_ptr<const Entry> entry = entry_for(key, [&] {
-    TracedFn t = trace_tree_fn(fn_, args, types, "jit");
+    std::optional<Mesh> requested;
+    TracedFn t = [&] {
+      MeshRequestScope requests(&options_.mesh);
+      TracedFn traced = trace_tree_fn(fn_, args, types, "jit");
+      requested = requests.requested();
+      return traced;
+    }();
     auto made = std::make_shared<Entry>();
     made->program = std::move(t.program);
     made->out_structure = std::move(t.out_structure);
     made->captured = std::move(t.captured);
     made->reusable = made->captured.empty();
+    made->requested_mesh = std::move(requested);
     return made;
   });
+  // Inlined, its program joins the enclosing jit's, which compiles for its mesh too (also
+  // when this entry was traced earlier, for another enclosing trace).
+  if (entry->requested_mesh) detail::request_mesh(*entry->requested_mesh, "jit");
   Values operands = values;
   operands.insert(operands.end(), entry->captured.begin(), entry->captured.end());
   return unflatten_values(entry->out_structure, inline_program(entry->program, operands));

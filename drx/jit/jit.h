@@ -27,6 +27,14 @@ struct JitOptions {
   Precision precision = Precision::highest;
 };
 
+namespace detail {
+// Asks the jit whose function is being traced on this thread to compile for `mesh`, as
+// DrJAX's broadcast and map_fn take mesh= (the Python layer's keyword). A drx::Error naming
+// `op` when that jit was given another mesh, or an earlier request in its trace named
+// another; traced outside a jit (make_program), nothing compiles and it does nothing.
+void request_mesh(const Mesh& mesh, const std::string& op);
+}  // namespace detail
+
 // How a jit call waits while another thread traces the same signature: the
 // hook receives the blocking wait and must call it once. An embedding layer
 // that holds a lock of its own across calls (Python's GIL) releases it around

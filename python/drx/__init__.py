@@ -15,7 +15,7 @@ come back as float32 (Debian's NumPy has no bfloat16).
 """
 
 from . import _drx
-from . import tree_util
+from . import lax, tree_util
 from ._api import (Mesh, broadcast, client_index, grad, jit, jvp, make_program, map_fn,
                    program, reduce_max, reduce_mean, reduce_min, reduce_sum,
                    reduce_weighted_mean, value_and_grad, vjp, vmap)
@@ -27,7 +27,7 @@ from ._tracer import ConcretizationError, Error, Tracer
 set_blas_thread_control = _drx.set_blas_thread_control
 
 __all__ = [
-    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "client_index", "grad",
+    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "lax", "client_index", "grad",
     "jit", "jvp", "make_program", "map_fn", "program", "reduce_max", "reduce_mean",
     "reduce_min", "reduce_sum", "reduce_weighted_mean", "set_blas_thread_control", "tree_util", "value_and_grad", "vjp",
     "vmap",

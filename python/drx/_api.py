@@ -28,8 +28,8 @@ def _in_leaf(x):
         return weak_array(x), True
     if x is None:
         raise Error("drx: None is not an array leaf")
-    try:
-        return _drx.asarray(np.asarray(x)), False
+    try:  # viewed in place where its layout allows: drx never writes an argument
+        return _drx.asarray(x if type(x) is np.ndarray else np.asarray(x), False), False
     except (TypeError, ValueError) as e:
         raise Error(f"drx: an argument leaf of type {type(x).__name__} is not an array: {e}") \
             from None
@@ -63,8 +63,8 @@ def _concrete(leaf_lists):
     if _drx.in_trace():
         for ls in leaf_lists:
             for i, l in enumerate(ls):
-                if isinstance(l, _drx.Array):
-                    ls[i] = _drx.constant(l)
+                if isinstance(l, _drx.Array):  # a copy: the program outlives the argument
+                    ls[i] = _drx.constant(l.copy())
         return False
     return not any(isinstance(l, _drx.Value) for ls in leaf_lists for l in ls)
 
@@ -93,7 +93,7 @@ def _wrap_out(x, weak=False):
     """A result leaf for Python: a Tracer inside a trace, a read-only NumPy array outside."""
     if isinstance(x, _drx.Value):
         return Tracer(x, weak)
-    return x.numpy()
+    return x.numpy() if isinstance(x, _drx.Array) else x
 
 
 class _Traceable:
@@ -132,20 +132,41 @@ class _Jitted:
         self._fun = fun
         self._static = tuple(sorted(static_argnums))
         self._mesh = mesh
-        self._entries = {}
+        self._entries = {}  # by tree_util's key
+        self._fast = {}  # by (static arguments, flatten_call's key)
         functools.update_wrapper(self, fun, updated=())  # not fun.__dict__: it may be a _Jitted
 
     def __call__(self, *args):
-        for i in self._static:
-            if i >= len(args):
-                raise Error(f"jit: static_argnums names argument {i}, but only {len(args)} "
-                            "were given")
-        static = tuple(args[i] for i in self._static)
-        try:
-            hash(static)
-        except TypeError:
-            raise Error("jit: static arguments must be hashable") from None
-        dynamic = [a for i, a in enumerate(args) if i not in self._static]
+        if self._static:
+            for i in self._static:
+                if i >= len(args):
+                    raise Error(f"jit: static_argnums names argument {i}, but only {len(args)} "
+                                "were given")
+            static = tuple(args[i] for i in self._static)
+            try:
+                hash(static)
+            except TypeError:
+                raise Error("jit: static arguments must be hashable") from None
+            dynamic = tuple(a for i, a in enumerate(args) if i not in self._static)
+        else:
+            static, dynamic = (), args
+        # The common call (arrays and numbers in built-in containers, outside a trace) is
+        # flattened and keyed in C++; anything else takes tree_util's path.
+        flat = None if _drx.in_trace() else _drx.flatten_call(dynamic)
+        if flat is not None:
+            leaf_lists, key = flat
+            entry = self._fast.get((static, key))
+            if entry is None:
+                entry = self._entry(static, dynamic, len(args))[:2]
+                self._fast[(static, key)] = entry
+        else:
+            entry = self._entry(static, dynamic, len(args))
+            leaf_lists = entry[2]
+        traceable, cache = entry[0], entry[1]
+        return traceable.rebuild(cache(leaf_lists))
+
+    def _entry(self, static, dynamic, nargs):
+        """(traceable, cache, leaf lists of this call) for a call, through tree_util."""
         leaf_lists, weak_lists, trees = _flatten_args(dynamic)
         _concrete(leaf_lists)  # inside a trace: constants, so the call inlines
         key = (static, tuple(trees), tuple(tuple(w) for w in weak_lists),
@@ -154,15 +175,14 @@ class _Jitted:
         if entry is None:
             def with_static(*dyn):
                 full, it = [], iter(dyn)
-                for i in range(len(args)):
+                for i in range(nargs):
                     full.append(static[self._static.index(i)] if i in self._static else next(it))
                 return self._fun(*full)
             traceable = _Traceable(with_static, trees, weak_lists)
             mesh = list(self._mesh.axes.items()) if self._mesh is not None else None
             entry = (traceable, _drx.JitCache(traceable.fn, mesh))
             self._entries[key] = entry
-        traceable, cache = entry
-        return traceable.rebuild(cache(leaf_lists))
+        return entry + (leaf_lists,)
 
     @property
     def trace_count(self):
@@ -195,9 +215,10 @@ def _grad_impl(fun, argnums, has_aux, with_value, allow_int):
     eager = _Eager()
 
     def transformed(*args):
-        leaf_lists, weak_lists, trees = _flatten_args(args)
-        if _concrete(leaf_lists):
+        if not _drx.in_trace():  # on arrays: compiled, by the eager jit's own flattening
             return eager(transformed, args)
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        _concrete(leaf_lists)
         nums, single = _argnums_tuple(argnums, len(args), what)
         if has_aux:
             return _grad_with_aux(fun, args, nums, single, with_value, what)
@@ -333,9 +354,10 @@ def vmap(fun, in_axes=0, out_axes=0):
     eager = _Eager()
 
     def transformed(*args):
-        leaf_lists, weak_lists, trees = _flatten_args(args)
-        if _concrete(leaf_lists):
+        if not _drx.in_trace():  # on arrays: compiled, by the eager jit's own flattening
             return eager(transformed, args)
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        _concrete(leaf_lists)
         axes = _leaf_axes(in_axes, args)
         # Each leaf crosses as an argument of its own, with its own axis.
         leaf = tree_util.tree_structure(0)
@@ -387,9 +409,10 @@ def program(fun=None, *, placements, in_placements=None):
     eager = _Eager()
 
     def transformed(*args):
-        leaf_lists, weak_lists, trees = _flatten_args(args)
-        if _concrete(leaf_lists):
+        if not _drx.in_trace():  # on arrays: compiled, by the eager jit's own flattening
             return eager(transformed, args)
+        leaf_lists, weak_lists, trees = _flatten_args(args)
+        _concrete(leaf_lists)
         t = _Traceable(fun, trees, weak_lists)
         placed = _drx.program(items, t.fn, list(in_placements or []))
         return t.rebuild(placed(leaf_lists))
@@ -401,18 +424,30 @@ def _tree_apply(op, x):
     return tree_util.tree_map(lambda l: Tracer(op(as_value(l))), x)
 
 
+def _request_mesh(mesh, op):
+    """DrJAX's mesh= on broadcast and map_fn: the enclosing drx.jit compiles for this mesh
+    (placements named after its axes are split across its devices), as if given to jit."""
+    if mesh is None:
+        return
+    if not isinstance(mesh, Mesh):
+        raise Error(f"{op}: mesh must be a drx.Mesh, got {type(mesh).__name__}")
+    _drx.request_mesh(list(mesh.axes.items()), op)
+
+
 def broadcast(x, placement=None, *, mesh=None):
     """x (a pytree) copied to every client of the placement: one leading axis added. With
-    nested placements, name the one (``broadcast(w, "groups")``), as in C++."""
-    del mesh  # accepted for DrJAX compatibility: the mesh is jit's
+    nested placements, name the one (``broadcast(w, "groups")``), as in C++. ``mesh``: the
+    enclosing drx.jit runs the program on this mesh (an error if jit names another)."""
+    _request_mesh(mesh, "broadcast")
     return tree_util.tree_map(
         lambda l: Tracer(_drx.broadcast(as_value(l), placement)), x)
 
 
 def map_fn(fn, arg, *, mesh=None):
     """fn applied to each client's slice of arg (DrJAX's convention: a tuple, namedtuples
-    included, is unpacked into fn's arguments; anything else is passed as one argument)."""
-    del mesh
+    included, is unpacked into fn's arguments; anything else is passed as one argument).
+    ``mesh``: as for broadcast."""
+    _request_mesh(mesh, "map_fn")
     args = tuple(arg) if isinstance(arg, tuple) else (arg,)
     leaf_lists, weak_lists, trees = _flatten_args(args)
     if _concrete(leaf_lists):

@@ -77,16 +77,30 @@ def _binary(op, a, b):
         return _binary_reflected(op, b, a)
     if isinstance(b, Tracer):
         va, vb, weak = a._value, b._value, a._weak and b._weak
-        if va.dtype != vb.dtype:
-            if a._weak and not b._weak:
-                va = _drx.astype(va, vb.dtype)
-            elif b._weak and not a._weak:
-                vb = _drx.astype(vb, va.dtype)
+        if va.dtype != vb.dtype and a._weak != b._weak:
+            if a._weak:
+                va, vb, weak = _join_weak(va, vb)
+            else:
+                vb, va, weak = _join_weak(vb, va)
         return Tracer(op(va, vb), weak)
     if is_python_scalar(b):
         va = _promote_for_scalar(a._value, b)
         return Tracer(op(va, _drx.scalar_like(va, float(b))), a._weak)
-    return Tracer(op(a._value, as_value(b)), False)
+    return _binary(op, a, Tracer(as_value(b)))  # a NumPy operand: strongly typed
+
+
+def _kind(dtype):
+    """0 for bool, 1 for integers, 2 for floating point: the order of JAX's type lattice."""
+    return 0 if dtype == "bool" else 2 if dtype in _FLOATS else 1
+
+
+def _join_weak(weak_value, strong_value):
+    """A weakly typed value meeting a strong one, as in JAX: the strong dtype wins within a
+    kind (bool < integer < float); a weak value of a higher kind keeps its own dtype (f64, i64)
+    and the result stays weak. Returns (weak side, strong side, weak result)."""
+    if _kind(weak_value.dtype) > _kind(strong_value.dtype):
+        return weak_value, _drx.astype(strong_value, weak_value.dtype), True
+    return _drx.astype(weak_value, strong_value.dtype), strong_value, False
 
 
 def _binary_reflected(op, t, other):
@@ -94,7 +108,7 @@ def _binary_reflected(op, t, other):
     if is_python_scalar(other):
         vt = _promote_for_scalar(t._value, other)
         return Tracer(op(_drx.scalar_like(vt, float(other)), vt), t._weak)
-    return Tracer(op(as_value(other), t._value), False)
+    return _binary(op, Tracer(as_value(other)), t)
 
 
 def _promote_for_scalar(v, scalar):

@@ -1,8 +1,9 @@
-// drx::Array <-> NumPy. Inputs are copied into drx's buffers (the executor may reuse an
-// input's buffer for a result); results are handed to NumPy without a copy, read-only.
+// drx::Array <-> NumPy. Arguments are viewed in place where their layout allows (drx never
+// writes an argument's buffer); results are handed to NumPy without a copy, read-only.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstddef>
 #include <cstring>
 
 #include "python/src/bindings.h"
@@ -64,14 +65,40 @@ DType dtype_of_numpy(const py::dtype& dt) {
 
 }  // namespace
 
-Array array_from_buffer(const py::buffer& b) {
+Array array_from_buffer(const py::buffer& b, bool copy) {
   py::array arr = py::array::ensure(b, py::array::c_style);
   if (!arr) throw Error("drx.asarray: expected an array-like with the buffer protocol");
+  if (arr.dtype().attr("isnative").cast<bool>() == false)  // e.g. big-endian '>f4'
+    arr = py::array::ensure(arr.attr("astype")(arr.dtype().attr("newbyteorder")("=")));
   const DType dt = dtype_of_numpy(arr.dtype());
   Shape shape(arr.shape(), arr.shape() + arr.ndim());
+  const auto address = reinterpret_cast<uintptr_t>(arr.data());
+  // Viewed in place where drx's kernels can read it as they read their own buffers (aligned
+  // as malloc aligns); NumPy's own allocations are.
+  if (!copy && arr.nbytes() > 0 && address % alignof(std::max_align_t) == 0) {
+    auto* held = new py::object(arr);
+    std::shared_ptr<void> owner(held, [](void* p) {
+      py::gil_scoped_acquire gil;  // the last holder may be a thread without the GIL
+      delete static_cast<py::object*>(p);
+    });
+    return Array::external(dt, std::move(shape), const_cast<void*>(arr.data()), std::move(owner));
+  }
   Array out(dt, shape);
   if (out.nbytes()) std::memcpy(out.raw(), arr.data(), out.nbytes());
   return out;
+}
+
+Array copy_unless_owned(const Array& a, const std::vector<Array>& inputs) {
+  const auto* begin = static_cast<const std::byte*>(a.raw());
+  for (const Array& in : inputs) {
+    const auto* in_begin = static_cast<const std::byte*>(in.raw());
+    if (begin >= in_begin && begin < in_begin + std::max<size_t>(in.nbytes(), 1)) {
+      Array copy(a.dtype(), a.shape());
+      if (a.nbytes()) std::memcpy(copy.raw(), a.raw(), a.nbytes());
+      return copy;
+    }
+  }
+  return a;
 }
 
 py::object array_to_numpy(const Array& a) {
@@ -103,8 +130,16 @@ void bind_arrays(py::module_& m) {
       .def_property_readonly("ndim", &Array::ndim)
       .def_property_readonly("size", &Array::size)
       .def("numpy", &array_to_numpy, "The array as a read-only NumPy array (no copy).")
+      .def(
+          "copy", [](const Array& a) { return copy_unless_owned(a, {a}); },
+          "The array in a buffer of its own.")
       .def("__repr__", &Array::str);
-  m.def("asarray", &array_from_buffer, "A NumPy array (or buffer) as a drx Array (a copy).");
+  m.def("asarray", &array_from_buffer, py::arg("x"), py::arg("copy") = true,
+        "A NumPy array (or buffer) as a drx Array: a copy, or with copy=False a view of its "
+        "memory where its layout allows (the array is kept alive, and must not be changed "
+        "while drx reads it).");
+  m.def("live_array_buffers", &live_array_buffers,
+        "Buffers drx has allocated that are still alive (for leak checks).");
   m.def(
       "scalar_array",
       [](double v, const std::string& dtype) { return full({}, v, dtype_from_name(dtype)); },

@@ -12,9 +12,15 @@ namespace py = pybind11;
 void bind_arrays(py::module_& m);
 void bind_values(py::module_& m);
 void bind_transforms(py::module_& m);
+void bind_flatten(py::module_& m);
 
-// A NumPy array (or anything with the buffer protocol) as a drx::Array, copied.
-Array array_from_buffer(const py::buffer& b);
+// A NumPy array (or anything with the buffer protocol) as a drx::Array: copied, or (copy =
+// false) viewing the array's memory when it is C-contiguous, native-endian and aligned,
+// keeping the Python object alive.
+Array array_from_buffer(const py::buffer& b, bool copy);
+// `a`, or a copy of it when its memory lies in one of `inputs` (a result that is an argument
+// viewed in place must not be handed back as that argument's memory).
+Array copy_unless_owned(const Array& a, const std::vector<Array>& inputs);
 // A drx::Array as a read-only NumPy array sharing its memory (kept alive by the array).
 py::object array_to_numpy(const Array& a);
 

@@ -30,4 +30,5 @@ PYBIND11_MODULE(_drx, m) {
   drx::python::bind_arrays(m);
   drx::python::bind_values(m);
   drx::python::bind_transforms(m);
+  drx::python::bind_flatten(m);
 }

@@ -89,6 +89,27 @@ struct Fn {
   }
 };
 
+Tree unalias(const Tree& t, const std::vector<Array>& inputs) {
+  if (t.kind() == Tree::Kind::array) return copy_unless_owned(t.array(), inputs);
+  if (t.is_leaf()) return t;
+  std::vector<Tree> children;
+  for (const Tree& child : t.children()) children.push_back(unalias(child, inputs));
+  if (t.kind() == Tree::Kind::list) return Tree::list(std::move(children));
+  std::vector<std::pair<std::string, Tree>> items;
+  for (size_t i = 0; i < children.size(); ++i) items.emplace_back(t.keys()[i], children[i]);
+  return Tree::dict(std::move(items));
+}
+
+// Results that share memory with an argument (an argument returned as it is) copied: the
+// argument may be the caller's NumPy array, viewed in place, which the caller may change.
+Tree unalias_results(const Tree& out, const std::vector<Tree>& in) {
+  std::vector<Array> inputs;
+  for (const Tree& arg : in)
+    for (const Tree& leaf : tree_leaves(arg))
+      if (leaf.kind() == Tree::Kind::array) inputs.push_back(leaf.array());
+  return inputs.empty() ? out : unalias(out, inputs);
+}
+
 Axes axes_from_py(py::handle h) {
   Axes out;
   for (py::handle a : h)
@@ -178,9 +199,14 @@ void bind_transforms(py::module_& m) {
               py::gil_scoped_release release;  // as in Fn::call
               out = c.call(in);
             }
-            return tree_to_py(out);
+            // Results as NumPy arrays here: one Python call less per leaf.
+            py::list leaves;
+            for (const Tree& leaf : tree_leaves(unalias_results(out, in)))
+              leaves.append(leaf.kind() == Tree::Kind::array ? array_to_numpy(leaf.array())
+                                                             : leaf_to_py(leaf));
+            return leaves;
           },
-          py::arg("args"))
+          py::arg("args"), "The result's leaves: NumPy arrays, or traced Values inside a trace.")
       .def_property_readonly("trace_count", &JitCache::trace_count)
       .def_property_readonly("cache_size", &JitCache::cache_size)
       .def("last_program", [](const JitCache& c) { return to_string(c.last_program()); });
@@ -220,6 +246,49 @@ void bind_transforms(py::module_& m) {
   m.def("reduce_weighted_mean",
         static_cast<Value (*)(const Value&, const Value&)>(&reduce_weighted_mean), py::arg("x"),
         py::arg("w"));
+  // lax's loops. The body crosses as one TreeFn over (carry leaves, x leaves) returning the
+  // new carry's leaves followed by y's.
+  m.def(
+      "scan",
+      [](py::function body, py::object init, py::object xs, int64_t length, bool reverse,
+         bool remat, int64_t checkpoint_every) {
+        const Tree init_leaves = py_to_leaves(init, "drx.lax.scan");
+        const size_t num_carry = init_leaves.size();
+        TreeFn f = tree_fn(std::move(body));
+        ScanFn step = [f, num_carry](const Tree& carry, const Tree& x) {
+          const Tree out = f({carry, x});
+          if (out.size() < num_carry)
+            throw Error("drx.lax.scan: the body returned " + std::to_string(out.size()) +
+                        " leaves, fewer than the carry's " + std::to_string(num_carry));
+          std::vector<Tree> c(out.children().begin(), out.children().begin() + num_carry);
+          std::vector<Tree> y(out.children().begin() + num_carry, out.children().end());
+          return std::pair<Tree, Tree>{Tree::list(std::move(c)), Tree::list(std::move(y))};
+        };
+        ScanOptions options;
+        options.length = length;
+        options.reverse = reverse;
+        options.remat = remat;
+        options.checkpoint_every = checkpoint_every;
+        auto [carry, ys] = scan(step, init_leaves, py_to_leaves(xs, "drx.lax.scan"), options);
+        return py::make_tuple(leaves_to_py(carry), leaves_to_py(ys));
+      },
+      py::arg("body"), py::arg("init"), py::arg("xs"), py::arg("length"), py::arg("reverse"),
+      py::arg("remat"), py::arg("checkpoint_every"));
+  m.def(
+      "fori_loop",
+      [](int64_t lo, int64_t hi, py::function body, py::object init) {
+        TreeFn f = tree_fn(std::move(body));
+        ForiBody step = [f](const Value& i, const Tree& carry) { return f({Tree(i), carry}); };
+        return leaves_to_py(fori_loop(lo, hi, step, py_to_leaves(init, "drx.lax.fori_loop")));
+      },
+      py::arg("lower"), py::arg("upper"), py::arg("body"), py::arg("init"));
+  m.def(
+      "request_mesh",
+      [](const std::vector<std::pair<std::string, int>>& axes, const std::string& op) {
+        detail::request_mesh(Mesh(axes), op);
+      },
+      py::arg("axes"), py::arg("op"),
+      "Asks the jit being traced to compile for the mesh with these axes (DrJAX's mesh=).");
   m.def("client_index", &client_index);
   m.def("set_blas_thread_control", &set_blas_thread_control, py::arg("on"),
         "Lets drx keep OpenBLAS on one thread (off by default in Python: NumPy shares it).");

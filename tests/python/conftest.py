@@ -14,6 +14,9 @@ def pytest_configure(config):
     try:
         import drx  # noqa: F401
     except ImportError as e:
+        # The build's own run (ctest sets DRX_PYTHON_BUILT) must not skip a broken extension.
+        if os.environ.get("DRX_PYTHON_BUILT"):
+            raise pytest.UsageError(f"drx's extension was built but does not import: {e}")
         # Only the pure-Python tree_util tests can run without the extension.
         print(f"NOTICE: drx's extension is not built ({e}); its tests are skipped")
 
