@@ -28,6 +28,11 @@ def _in_leaf(x):
         return weak_array(x), True
     if x is None:
         raise Error("drx: None is not an array leaf")
+    if type(x) is not np.ndarray and hasattr(x, "__dlpack__"):  # a PyTorch tensor, say
+        try:
+            x = np.from_dlpack(x)  # NumPy's view of its memory, without a copy
+        except (BufferError, RuntimeError, TypeError, ValueError):
+            pass  # not on the CPU, or not exportable: NumPy's conversion below decides
     try:  # viewed in place where its layout allows: drx never writes an argument
         return _drx.asarray(x if type(x) is np.ndarray else np.asarray(x), False), False
     except (TypeError, ValueError) as e:

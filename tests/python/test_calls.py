@@ -45,6 +45,32 @@ def test_arguments_of_every_layout_give_the_values_numpy_computes():
                                   np.arange(1, 6, dtype=np.int8))
 
 
+class _DLPackOnly:
+    """An array exporter known only by its DLPack protocol (as a PyTorch tensor is)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, stream=None):
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_arguments_are_read_through_numpy():
+    x = rng(3).normal(size=(2, 3)).astype(np.float32)
+    out = drx.jit(lambda a: a * 2.0)(_DLPackOnly(x))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, x * 2)
+    torch = pytest.importorskip("torch")  # bench machines install it (scripts/setup_bench.sh)
+    t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    out = drx.jit(lambda a: a * 2.0)(t)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, np.arange(6, dtype=np.float32).reshape(2, 3) * 2)
+    np.testing.assert_array_equal(drx.jit(lambda a: a + 1)(t[:, 1:]), t[:, 1:].numpy() + 1)
+
+
 def test_arrays_inside_a_trace_become_constants_that_do_not_follow_the_callers_array():
     w = np.ones(3)
 
