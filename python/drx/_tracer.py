@@ -76,17 +76,53 @@ def _binary(op, a, b):
     if not isinstance(a, Tracer):
         return _binary_reflected(op, b, a)
     if isinstance(b, Tracer):
-        va, vb, weak = a._value, b._value, a._weak and b._weak
-        if va.dtype != vb.dtype and a._weak != b._weak:
-            if a._weak:
-                va, vb, weak = _join_weak(va, vb)
-            else:
-                vb, va, weak = _join_weak(vb, va)
+        va, vb, weak = promoted(a, b)
         return Tracer(op(va, vb), weak)
     if is_python_scalar(b):
         va = _promote_for_scalar(a._value, b)
         return Tracer(op(va, _drx.scalar_like(va, float(b))), a._weak)
     return _binary(op, a, Tracer(as_value(b)))  # a NumPy operand: strongly typed
+
+
+def _bits(dtype):
+    return 8 if dtype == "bool" else int(dtype.lstrip("biuf")) if dtype != "bf16" else 16
+
+
+def promote_types(a, b):
+    """JAX's promotion of two dtypes of the same weakness (jax_enable_x64): bool < integers <
+    floats; within floats the wider (f16 with bf16: f32); within integers of one signedness
+    the wider; a signed and an unsigned integer: the signed one if wider, else the signed type
+    twice the unsigned's width (u64 with any signed integer: f64)."""
+    if a == b:
+        return a
+    ka, kb = _kind(a), _kind(b)
+    if ka != kb:
+        return a if ka > kb else b
+    if ka == 2:
+        return "f32" if {a, b} == {"f16", "bf16"} else max(a, b, key=_bits)
+    if (a[0] == "i") == (b[0] == "i"):
+        return max(a, b, key=_bits)
+    signed, unsigned = (a, b) if a[0] == "i" else (b, a)
+    if _bits(unsigned) < _bits(signed):
+        return signed
+    return "f64" if _bits(unsigned) == 64 else f"i{2 * _bits(unsigned)}"
+
+
+def promoted(a, b):
+    """Two Tracers' values in the dtype JAX computes them in, and whether the result is weakly
+    typed: strong meets strong (or weak meets weak) by promote_types; weak meets strong by
+    _join_weak."""
+    va, vb = a._value, b._value
+    if va.dtype == vb.dtype:
+        return va, vb, a._weak and b._weak
+    if a._weak != b._weak:
+        if a._weak:
+            return _join_weak(va, vb)
+        vb, va, weak = _join_weak(vb, va)
+        return va, vb, weak
+    to = promote_types(va.dtype, vb.dtype)
+    return (va if va.dtype == to else _drx.astype(va, to),
+            vb if vb.dtype == to else _drx.astype(vb, to), a._weak)
 
 
 def _kind(dtype):
@@ -112,10 +148,20 @@ def _binary_reflected(op, t, other):
 
 
 def _promote_for_scalar(v, scalar):
-    """An integer or bool array meeting a Python float becomes f64, as in JAX with x64."""
+    """An integer or bool array meeting a Python float becomes f64, and a bool array meeting a
+    Python int i64, as in JAX with x64 (a weak number of a higher kind sets the dtype)."""
     if isinstance(scalar, float) and v.dtype not in _FLOATS:
         return _drx.astype(v, "f64")
+    if isinstance(scalar, int) and not isinstance(scalar, bool) and v.dtype == "bool":
+        return _drx.astype(v, "i64")
     return v
+
+
+def _matmul(a, b):
+    a = a if isinstance(a, Tracer) else Tracer(as_value(a))
+    b = b if isinstance(b, Tracer) else Tracer(as_value(b))
+    va, vb, weak = promoted(a, b)
+    return Tracer(_drx.matmul(va, vb), weak)
 
 
 def _concrete_error(what):
@@ -192,8 +238,8 @@ class Tracer:
     def __rpow__(self, o): return _binary_reflected(_drx.pow, self, o)
     def __mod__(self, o): return _binary(_drx.remainder, self, o)
     def __rmod__(self, o): return _binary_reflected(_drx.remainder, self, o)
-    def __matmul__(self, o): return Tracer(_drx.matmul(self._value, as_value(o)))
-    def __rmatmul__(self, o): return Tracer(_drx.matmul(as_value(o), self._value))
+    def __matmul__(self, o): return _matmul(self, o)
+    def __rmatmul__(self, o): return _matmul(o, self)
     def __neg__(self): return Tracer(_drx.neg(self._value), self._weak)
     def __pos__(self): return self
     def __abs__(self): return Tracer(_drx.abs(self._value), self._weak)

@@ -99,11 +99,10 @@ def test_calls_are_keyed_by_structure_dtype_shape_and_weak_type():
     assert len(traces) == 1
     r2 = jf({"x": x32}, np.float32(2.0))  # a NumPy scalar: strong (tree_util's path)
     assert r2.dtype == np.float32 and len(traces) == 2
-    with pytest.raises(drx.Error, match="does not promote"):  # strong f64: no promotion
-        jf({"x": x32}, np.float64(2.0))
+    assert jf({"x": x32}, np.float64(2.0)).dtype == np.float64  # strong f64: promoted
     jf({"x": np.ones(4, np.float32)}, 2.0)  # another shape
     jf({"x": x32}, 2)  # a Python int: weak i64, f32 still wins
-    assert len(traces) == 5  # the failed trace counts
+    assert len(traces) == 5
     assert jf.trace_count == 5
 
 
@@ -118,6 +117,29 @@ def test_a_weak_number_of_a_higher_kind_sets_the_dtype_as_in_jax():
     out = drx.jit(lambda b, n: b + n)(np.array([True, False]), 2)  # weak int + bool: int64
     assert out.dtype == np.int64
     np.testing.assert_array_equal(out, [3, 2])
+
+
+@pytest.mark.parametrize("a, b, want", [
+    (np.float32, np.float64, np.float64), (np.int32, np.uint32, np.int64),
+    (np.int8, np.uint8, np.int16), (np.uint64, np.int8, np.float64),
+    (np.int64, np.float16, np.float16), (np.bool_, np.int8, np.int8),
+    (np.uint8, np.uint16, np.uint16), (np.int16, np.uint8, np.int16),
+])
+def test_strong_dtypes_promote_as_jax_does_with_x64(a, b, want):
+    # JAX's lattice, not NumPy's (NumPy makes int64 + float16 a float64).
+    x, y = np.array([1, 0, 1], a), np.array([2, 3, 1], b)
+    out = drx.jit(lambda p, q: p + q)(x, y)
+    assert out.dtype == want
+    np.testing.assert_array_equal(out, x.astype(want) + y.astype(want))
+    assert drx.jit(lambda p, q: q * p)(x, y).dtype == want
+
+
+def test_matmul_and_python_numbers_promote_too():
+    m32, m64 = np.ones((2, 3), np.float32), np.ones((3, 2))
+    assert drx.jit(lambda p, q: p @ q)(m32, m64).dtype == np.float64
+    out = drx.jit(lambda b: b + 1)(np.array([True, False]))  # weak int meets bool: int64
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, [2, 1])
 
 
 def test_c_keys_and_tree_utils_path_agree():
