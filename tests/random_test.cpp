@@ -423,7 +423,23 @@ TEST(Random, BadInputsAreErrors) {
   expect_error([&] { run_on(zeros({3}, u32), [](Value k) { return rnd::uniform(k, {2}); }); },
                {"random.uniform", "u32[2]", "u32[3]"});
   expect_error([&] { run_on(zeros({2}, f32), [](Value k) { return rnd::normal(k, {2}); }); },
-               {"random.uniform", "f32[2]"});
+               {"random.normal", "f32[2]"});
+  expect_error(
+      [&] { run_on(zeros({2}, f32), [](Value k) { return rnd::bernoulli(k, 0.5, {2}); }); },
+      {"random.bernoulli", "f32[2]"});
+  expect_error([&] { rnd::fold_in(zeros({3}, u32), 1); }, {"random.fold_in", "u32[3]"});
+  // f16 and bf16 are refused rather than drawn in f64 (JAX draws them from 16-bit words).
+  for (DType d : {f16, bf16}) {
+    expect_error([&] { run_on(rnd::key(0), [d](Value k) { return rnd::uniform(k, {2}, d); }); },
+                 {"random.uniform", "expected f32 or f64"});
+    expect_error([&] { run_on(rnd::key(0), [d](Value k) { return rnd::normal(k, {2}, d); }); },
+                 {"random.normal", "expected f32 or f64"});
+    expect_error(
+        [&] {
+          run_on(rnd::key(0), [d](Value k) { return rnd::bernoulli(k, fill({}, 0.5, d), {2}); });
+        },
+        {"random.bernoulli", "f32 or f64 probability"});
+  }
   expect_error([&] { run_on(rnd::key(0), [](Value k) { return rnd::uniform(k, {2}, i32); }); },
                {"random.uniform", "i32", "randint"});
   expect_error([&] { run_on(rnd::key(0), [](Value k) { return rnd::bits(k, {-1}); }); },

@@ -43,31 +43,8 @@ JitWaitHook& wait_hook() {
   return hook;
 }
 
-// The mesh that broadcast or map_fn asked the jit being traced on this thread to compile for
-// (DrJAX's mesh= keyword), collected while that jit traces.
-struct MeshRequest {
-  const std::optional<Mesh>* given;  // the tracing jit's own mesh
-  std::optional<Mesh> requested;
-  std::string requested_by;
-};
-thread_local MeshRequest* mesh_request = nullptr;
-
-// Collects the mesh requests of one trace; restores the enclosing trace's collector.
-class MeshRequestScope {
- public:
-  explicit MeshRequestScope(const std::optional<Mesh>* given)
-      : request_{given, std::nullopt, ""}, enclosing_(mesh_request) {
-    mesh_request = &request_;
-  }
-  ~MeshRequestScope() { mesh_request = enclosing_; }
-  MeshRequestScope(const MeshRequestScope&) = delete;
-  MeshRequestScope& operator=(const MeshRequestScope&) = delete;
-  const std::optional<Mesh>& requested() const { return request_.requested; }
-
- private:
-  MeshRequest request_;
-  MeshRequest* enclosing_;
-};
+// The collector of the trace in progress on this thread (MeshRequestScope).
+thread_local detail::MeshRequestScope* mesh_request = nullptr;
 
 bool holds_values(const Tree& t) {
   for (const Tree& leaf : tree_leaves(t))
@@ -78,18 +55,27 @@ bool holds_values(const Tree& t) {
 }  // namespace
 
 namespace detail {
-void request_mesh(const Mesh& mesh, const std::string& op) {
-  MeshRequest* r = mesh_request;
-  if (!r) return;  // traced outside any jit (make_program): nothing compiles
-  if (r->given && *r->given && !(**r->given == mesh))
-    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + (*r->given)->str() +
-                " given to jit");
-  if (r->requested && !(*r->requested == mesh))
-    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + r->requested->str() +
-                " that " + r->requested_by + " asked for earlier in this program");
-  r->requested = mesh;
-  r->requested_by = op;
+
+MeshRequestScope::MeshRequestScope(const std::optional<Mesh>* given)
+    : given_(given), enclosing_(mesh_request) {
+  mesh_request = this;
 }
+
+MeshRequestScope::~MeshRequestScope() { mesh_request = enclosing_; }
+
+void request_mesh(const Mesh& mesh, const std::string& op) {
+  MeshRequestScope* r = mesh_request;
+  if (!r) return;  // traced with nothing to compile (make_program)
+  if (r->given_ && *r->given_ && !(**r->given_ == mesh))
+    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + (*r->given_)->str() +
+                " given to jit");
+  if (r->requested_ && !(*r->requested_ == mesh))
+    throw Error(op + ": mesh " + mesh.str() + " differs from the mesh " + r->requested_->str() +
+                " that " + r->requested_by_ + " asked for earlier in this program");
+  r->requested_ = mesh;
+  r->requested_by_ = op;
+}
+
 }  // namespace detail
 
 void set_jit_wait_hook(JitWaitHook hook) {
@@ -224,7 +210,7 @@ Tree JitCache::call_compiled(const std::vector<Tree>& args) {
   std::shared_ptr<const Entry> entry = entry_for(key, [&] {
     std::vector<Type> types;
     for (const Array& a : arrays) types.emplace_back(a.dtype(), a.shape());
-    MeshRequestScope requests(&options_.mesh);
+    detail::MeshRequestScope requests(&options_.mesh);
     TracedFn t = trace_tree_fn(fn_, args, types, "jit");
     // Only a mesh given to jit itself (or asked for by the program): an ambient MeshScope
     // simply does not apply to a program without its placements.
@@ -269,7 +255,7 @@ Tree JitCache::call_inline(const std::vector<Tree>& args) {
   std::shared_ptr<const Entry> entry = entry_for(key, [&] {
     std::optional<Mesh> requested;
     TracedFn t = [&] {
-      MeshRequestScope requests(&options_.mesh);
+      detail::MeshRequestScope requests(&options_.mesh);
       TracedFn traced = trace_tree_fn(fn_, args, types, "jit");
       requested = requests.requested();
       return traced;

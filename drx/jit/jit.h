@@ -28,11 +28,30 @@ struct JitOptions {
 };
 
 namespace detail {
-// Asks the jit whose function is being traced on this thread to compile for `mesh`, as
-// DrJAX's broadcast and map_fn take mesh= (the Python layer's keyword). A drx::Error naming
-// `op` when that jit was given another mesh, or an earlier request in its trace named
-// another; traced outside a jit (make_program), nothing compiles and it does nothing.
+// Asks the jit (or export) whose function is being traced on this thread to compile for
+// `mesh`, as DrJAX's broadcast and map_fn take mesh= (the Python layer's keyword). A
+// drx::Error naming `op` when that jit was given another mesh, or an earlier request in its
+// trace named another; traced with nothing to compile (make_program), it does nothing.
 void request_mesh(const Mesh& mesh, const std::string& op);
+
+// Collects the mesh requests of the traces it encloses on this thread (jit opens one for each
+// trace; an exporter tracing a program opens its own); restores the enclosing collector.
+class MeshRequestScope {
+ public:
+  // given: the mesh the caller was itself given (a request for another is an error), or null.
+  explicit MeshRequestScope(const std::optional<Mesh>* given = nullptr);
+  ~MeshRequestScope();
+  MeshRequestScope(const MeshRequestScope&) = delete;
+  MeshRequestScope& operator=(const MeshRequestScope&) = delete;
+  const std::optional<Mesh>& requested() const { return requested_; }
+
+ private:
+  friend void request_mesh(const Mesh& mesh, const std::string& op);
+  const std::optional<Mesh>* given_;
+  std::optional<Mesh> requested_;
+  std::string requested_by_;
+  MeshRequestScope* enclosing_;
+};
 }  // namespace detail
 
 // How a jit call waits while another thread traces the same signature: the

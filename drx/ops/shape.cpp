@@ -510,8 +510,8 @@ Value transpose(const Value& x, const std::vector<int64_t>& perm) {
   return emit1(p, {x}, Params{{"perm", pm}});
 }
 
-DRX_PUBLIC_OP("move_axis", "(x: Value, from: int64, to: int64) -> Value",
-              "Moves axis from of x to position to.");
+DRX_PUBLIC_OP("move_axis", "(x: Value, source: int64, destination: int64) -> Value",
+              "Moves axis source of x to position destination.");
 Value move_axis(const Value& x, int64_t from, int64_t to) {
   // Negative axes count from the end; out of range is an error, not a bad insert.
   from = normalize_axis(from, x.ndim(), "move_axis");

@@ -54,8 +54,8 @@ Value key_of_words(const Value& w0, const Value& w1) {
 }
 
 // Host: the block for one counter, through the primitive's own semantics.
-Array host_block(const Array& key, uint32_t hi, uint32_t lo) {
-  require_key("split", Type(key.dtype(), key.shape()));
+Array host_block(const char* op, const Array& key, uint32_t hi, uint32_t lo) {
+  require_key(op, Type(key.dtype(), key.shape()));
   const uint32_t* k = key.data<uint32_t>();
   std::vector<Array> r = prims::threefry2x32().eval(
       {Array::scalar(k[0]), Array::scalar(k[1]), Array::scalar(hi), Array::scalar(lo)}, {});
@@ -104,7 +104,8 @@ DRX_PUBLIC_OP(
 std::vector<Array> split(const Array& key, int64_t n) {
   require_count("split", "n", n);
   std::vector<Array> keys;
-  for (int64_t i = 0; i < n; ++i) keys.push_back(host_block(key, 0, static_cast<uint32_t>(i)));
+  for (int64_t i = 0; i < n; ++i)
+    keys.push_back(host_block("split", key, 0, static_cast<uint32_t>(i)));
   return keys;
 }
 
@@ -136,7 +137,7 @@ DRX_PUBLIC_OP("random::fold_in",
               "Value, data: Value) -> Value",
               "A key derived from key and an integer.");
 Array fold_in(const Array& key, int64_t data) {
-  return host_block(key, 0, static_cast<uint32_t>(data));
+  return host_block("fold_in", key, 0, static_cast<uint32_t>(data));
 }
 
 Value fold_in(const Value& key, int64_t data) {
@@ -173,9 +174,12 @@ DRX_PUBLIC_OP("random::uniform",
 Value uniform(const Value& key, const Shape& shape, DType dtype, double minval, double maxval) {
   require_key("uniform", key.type());
   require_shape("uniform", shape);
-  if (!is_floating(dtype))
+  // f16 and bf16 would need JAX's 16-bit draws; until then they are refused, not drawn
+  // silently in f64.
+  if (dtype != DType::f32 && dtype != DType::f64)
     throw Error("random.uniform: dtype " + std::string(dtype_name(dtype)) +
-                ", expected f32 or f64 (randint draws integers)");
+                ", expected f32 or f64 (randint draws integers; for f16 or bf16 draw f32 and "
+                "astype)");
   if (!(minval <= maxval) || !std::isfinite(minval) || !std::isfinite(maxval))
     throw Error("random.uniform: [minval, maxval) = [" + std::to_string(minval) + ", " +
                 std::to_string(maxval) + "), expected finite bounds with minval <= maxval");
@@ -203,8 +207,11 @@ Value uniform(const Value& key, const Shape& shape, DType dtype, double minval, 
 DRX_PUBLIC_OP("random::normal", "(key: Value, shape: Shape, dtype: DType = f32) -> Value",
               "Standard normal samples.");
 Value normal(const Value& key, const Shape& shape, DType dtype) {
-  if (!is_floating(dtype))
-    throw Error("random.normal: dtype " + std::string(dtype_name(dtype)) + ", expected f32 or f64");
+  require_key("normal", key.type());
+  require_shape("normal", shape);
+  if (dtype != DType::f32 && dtype != DType::f64)
+    throw Error("random.normal: dtype " + std::string(dtype_name(dtype)) +
+                ", expected f32 or f64 (for f16 or bf16 draw f32 and astype)");
   Value u = uniform(key, shape, dtype, next_above_minus_one(dtype), 1.0);
   return erf_inv(u) * M_SQRT2;
 }
@@ -214,15 +221,19 @@ DRX_PUBLIC_OP("random::bernoulli",
               "Shape) -> Value",
               "Bool samples, true with probability p.");
 Value bernoulli(const Value& key, double p, const Shape& shape) {
+  require_key("bernoulli", key.type());
+  require_shape("bernoulli", shape);
   if (!(p >= 0 && p <= 1))
     throw Error("random.bernoulli: p = " + std::to_string(p) + ", expected 0 <= p <= 1");
   return less(uniform(key, shape), fill(shape, p, DType::f32));
 }
 
 Value bernoulli(const Value& key, const Value& p, const Shape& shape) {
+  require_key("bernoulli", key.type());
+  require_shape("bernoulli", shape);
   const Type& t = p.type();
-  if (!is_floating(t.dtype) || !t.placement.empty())
-    throw Error("random.bernoulli: expected a floating-point probability p, got " + t.str());
+  if ((t.dtype != DType::f32 && t.dtype != DType::f64) || !t.placement.empty())
+    throw Error("random.bernoulli: expected an f32 or f64 probability p, got " + t.str());
   return less(uniform(key, shape, t.dtype), broadcast_to(p, shape));
 }
 

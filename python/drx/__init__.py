@@ -15,20 +15,24 @@ come back as float32 (Debian's NumPy has no bfloat16).
 """
 
 from . import _drx
-from . import lax, tree_util
-from ._api import (Mesh, broadcast, client_index, grad, jit, jvp, make_program, map_fn,
-                   program, reduce_max, reduce_mean, reduce_min, reduce_sum,
-                   reduce_weighted_mean, value_and_grad, vjp, vmap)
+from . import lax, nn, numpy, optim, privacy, random, tree_util
+from ._api import (Mesh, broadcast, client_index, grad, jit, jvp, make_program, map_fn, place,
+                   placement_normalize, placement_softmax, program, reduce_max, reduce_mean,
+                   reduce_min, reduce_sum, reduce_weighted_mean, value_and_grad, vjp, vmap)
 from ._tracer import ConcretizationError, Error, Tracer
+from ._export import *  # noqa: F401,F403 (to_stablehlo, from_stablehlo, mapreduce_form ...)
+from . import _export
 
 # OpenBLAS's thread count is the process's: NumPy shares the library, so drx leaves it alone
 # unless asked. With control on, drx keeps OpenBLAS on one thread and splits products on its
 # own threads, and its bits no longer depend on OpenBLAS's thread count.
 set_blas_thread_control = _drx.set_blas_thread_control
+num_threads, set_num_threads = _drx.num_threads, _drx.set_num_threads
 
 __all__ = [
-    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "lax", "client_index", "grad",
-    "jit", "jvp", "make_program", "map_fn", "program", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_sum", "reduce_weighted_mean", "set_blas_thread_control", "tree_util", "value_and_grad", "vjp",
-    "vmap",
-]
+    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "client_index", "grad",
+    "jit", "jvp", "lax", "make_program", "map_fn", "nn", "num_threads", "numpy", "optim",
+    "place", "placement_normalize", "placement_softmax", "privacy", "program", "random",
+    "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reduce_weighted_mean",
+    "set_blas_thread_control", "set_num_threads", "tree_util", "value_and_grad", "vjp", "vmap",
+] + _export.__all__

@@ -487,6 +487,23 @@ def reduce_weighted_mean(x, w):
     return tree_util.tree_map(lambda l: Tracer(_drx.reduce_weighted_mean(as_value(l), wv)), x)
 
 
+def placement_softmax(x):
+    """Over the clients of x's placement, per element: exp(x_i) / sum_j exp(x_j) (learned
+    aggregation weights); stays placed."""
+    return _tree_apply(_drx.placement_softmax, x)
+
+
+def placement_normalize(w):
+    """Over the clients of w's placement: w_i / sum_j w_j; stays placed."""
+    return _tree_apply(_drx.placement_normalize, w)
+
+
+def place(x, placement):
+    """x (leading axis of the placement's size) retyped as placed at placement; the empty
+    placement makes a placed value unplaced again. No data moves."""
+    return tree_util.tree_map(lambda l: Tracer(_drx.place(as_value(l), placement)), x)
+
+
 def client_index():
     """Inside a map_fn body: the index of the client it runs for (an i32 scalar)."""
     return Tracer(_drx.client_index())

@@ -164,6 +164,11 @@ def _matmul(a, b):
     return Tracer(_drx.matmul(va, vb), weak)
 
 
+def _numpy():
+    from . import numpy  # drx.numpy builds on this module
+    return numpy
+
+
 def _concrete_error(what):
     return ConcretizationError(
         f"{what} of a traced array: its value is not known while the function is traced. "
@@ -236,8 +241,11 @@ class Tracer:
     def __rtruediv__(self, o): return _binary_reflected(_drx.div, self._to_float(), o)
     def __pow__(self, o): return _binary(_drx.pow, self, o)
     def __rpow__(self, o): return _binary_reflected(_drx.pow, self, o)
-    def __mod__(self, o): return _binary(_drx.remainder, self, o)
-    def __rmod__(self, o): return _binary_reflected(_drx.remainder, self, o)
+    # Python's and NumPy's % and // floor (the divisor's sign); drx's remainder truncates.
+    def __mod__(self, o): return _numpy().remainder(self, o)
+    def __rmod__(self, o): return _numpy().remainder(o, self)
+    def __floordiv__(self, o): return _numpy().floor_divide(self, o)
+    def __rfloordiv__(self, o): return _numpy().floor_divide(o, self)
     def __matmul__(self, o): return _matmul(self, o)
     def __rmatmul__(self, o): return _matmul(o, self)
     def __neg__(self): return Tracer(_drx.neg(self._value), self._weak)

@@ -13,6 +13,11 @@ void bind_arrays(py::module_& m);
 void bind_values(py::module_& m);
 void bind_transforms(py::module_& m);
 void bind_flatten(py::module_& m);
+void bind_random(py::module_& m);
+void bind_privacy(py::module_& m);
+void bind_optim(py::module_& m);
+void bind_nn(py::module_& m);
+void bind_export(py::module_& m);
 
 // A NumPy array (or anything with the buffer protocol) as a drx::Array: copied, or (copy =
 // false) viewing the array's memory when it is C-contiguous, native-endian and aligned,
@@ -28,6 +33,22 @@ py::object array_to_numpy(const Array& a);
 // naming `what`.
 py::object leaf_to_py(const Tree& leaf);
 Tree py_to_leaf(py::handle h, const char* what);
+// Nested Python dicts (string keys), lists and tuples (None: an empty list) of Values and
+// Arrays as a Tree; anything else is a drx::Error naming `what` and where (`path`).
+Tree nested_to_tree(py::handle h, const std::string& what, const std::string& path = "");
+// A Tree as nested dicts and lists: Values as Values, Arrays as read-only NumPy arrays or (with
+// arrays_as_numpy false) as Array objects.
+py::object tree_to_nested(const Tree& t, bool arrays_as_numpy);
+// `t` with every Array leaf whose memory lies in one of `inputs`' Arrays copied: a result must
+// not be the caller's NumPy memory (arguments from NumPy are views of it).
+Tree unalias(const Tree& t, const Tree& inputs);
+
+// A function crossing the boundary: a TreeFn, callable from Python (`_drx.Fn`).
+struct Fn {
+  TreeFn fn;
+  py::object call(py::object args) const;
+};
+
 // A Tree that is a list of leaves, as a Python list, and back.
 py::list leaves_to_py(const Tree& list);
 Tree py_to_leaves(py::handle seq, const char* what);

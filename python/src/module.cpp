@@ -31,4 +31,9 @@ PYBIND11_MODULE(_drx, m) {
   drx::python::bind_values(m);
   drx::python::bind_transforms(m);
   drx::python::bind_flatten(m);
+  drx::python::bind_random(m);
+  drx::python::bind_privacy(m);
+  drx::python::bind_optim(m);
+  drx::python::bind_nn(m);
+  drx::python::bind_export(m);
 }

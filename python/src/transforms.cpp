@@ -44,19 +44,6 @@ Tree py_to_leaves(py::handle seq, const char* what) {
 
 namespace {
 
-// A nested Tree as nested Python lists (dicts as dicts) of leaves.
-py::object tree_to_py(const Tree& t) {
-  if (t.is_leaf()) return leaf_to_py(t);
-  if (t.kind() == Tree::Kind::dict) {
-    py::dict d;
-    for (size_t i = 0; i < t.size(); ++i) d[py::str(t.keys()[i])] = tree_to_py(t.children()[i]);
-    return d;
-  }
-  py::list l;
-  for (const Tree& c : t.children()) l.append(tree_to_py(c));
-  return l;
-}
-
 // One Tree (a list of leaves) per positional argument.
 std::vector<Tree> args_from_py(py::handle args, const char* what) {
   std::vector<Tree> out;
@@ -74,42 +61,6 @@ struct Held {
   std::shared_ptr<py::object> obj;
 };
 
-// A function crossing the boundary: a TreeFn, callable from Python.
-struct Fn {
-  TreeFn fn;
-  py::object call(py::object args) const {
-    const std::vector<Tree> in = args_from_py(args, "drx function call");
-    Tree out;
-    {
-      // Traced Python code takes the GIL back (tree_fn); compiled code runs without it.
-      py::gil_scoped_release release;
-      out = fn(in);
-    }
-    return tree_to_py(out);
-  }
-};
-
-Tree unalias(const Tree& t, const std::vector<Array>& inputs) {
-  if (t.kind() == Tree::Kind::array) return copy_unless_owned(t.array(), inputs);
-  if (t.is_leaf()) return t;
-  std::vector<Tree> children;
-  for (const Tree& child : t.children()) children.push_back(unalias(child, inputs));
-  if (t.kind() == Tree::Kind::list) return Tree::list(std::move(children));
-  std::vector<std::pair<std::string, Tree>> items;
-  for (size_t i = 0; i < children.size(); ++i) items.emplace_back(t.keys()[i], children[i]);
-  return Tree::dict(std::move(items));
-}
-
-// Results that share memory with an argument (an argument returned as it is) copied: the
-// argument may be the caller's NumPy array, viewed in place, which the caller may change.
-Tree unalias_results(const Tree& out, const std::vector<Tree>& in) {
-  std::vector<Array> inputs;
-  for (const Tree& arg : in)
-    for (const Tree& leaf : tree_leaves(arg))
-      if (leaf.kind() == Tree::Kind::array) inputs.push_back(leaf.array());
-  return inputs.empty() ? out : unalias(out, inputs);
-}
-
 Axes axes_from_py(py::handle h) {
   Axes out;
   for (py::handle a : h)
@@ -118,6 +69,17 @@ Axes axes_from_py(py::handle h) {
 }
 
 }  // namespace
+
+py::object Fn::call(py::object args) const {
+  const std::vector<Tree> in = args_from_py(args, "drx function call");
+  Tree out;
+  {
+    // Traced Python code takes the GIL back (tree_fn); compiled code runs without it.
+    py::gil_scoped_release release;
+    out = fn(in);
+  }
+  return tree_to_nested(out, false);
+}
 
 TreeFn tree_fn(py::function f) {
   Held held(std::move(f));
@@ -163,8 +125,9 @@ void bind_transforms(py::module_& m) {
   m.def(
       "jvp",
       [](const Fn& f, py::object primals, py::object tangents) {
-        return tree_to_py(
-            jvp_call(f.fn, args_from_py(primals, "drx.jvp"), args_from_py(tangents, "drx.jvp")));
+        return tree_to_nested(
+            jvp_call(f.fn, args_from_py(primals, "drx.jvp"), args_from_py(tangents, "drx.jvp")),
+            false);
       },
       py::arg("f"), py::arg("primals"), py::arg("tangents"));
   m.def(
@@ -175,10 +138,10 @@ void bind_transforms(py::module_& m) {
         py::cpp_function pb([pullback](py::object cotangent) {
           std::vector<Tree> cts = pullback(py_to_leaves(cotangent, "a vjp pullback"));
           py::list out;
-          for (const Tree& c : cts) out.append(tree_to_py(c));
+          for (const Tree& c : cts) out.append(tree_to_nested(c, false));
           return out;
         });
-        return py::make_tuple(tree_to_py(r.outputs), pb);
+        return py::make_tuple(tree_to_nested(r.outputs, false), pb);
       },
       py::arg("f"), py::arg("primals"));
 
@@ -201,7 +164,7 @@ void bind_transforms(py::module_& m) {
             }
             // Results as NumPy arrays here: one Python call less per leaf.
             py::list leaves;
-            for (const Tree& leaf : tree_leaves(unalias_results(out, in)))
+            for (const Tree& leaf : tree_leaves(unalias(out, Tree::list(in))))
               leaves.append(leaf.kind() == Tree::Kind::array ? array_to_numpy(leaf.array())
                                                              : leaf_to_py(leaf));
             return leaves;
@@ -230,7 +193,7 @@ void bind_transforms(py::module_& m) {
   m.def(
       "map_fn",
       [](const Fn& f, py::object args) {
-        return tree_to_py(map_fn_trees(f.fn, args_from_py(args, "drx.map_fn")));
+        return tree_to_nested(map_fn_trees(f.fn, args_from_py(args, "drx.map_fn")), false);
       },
       py::arg("f"), py::arg("args"));
   m.def(
@@ -282,6 +245,34 @@ void bind_transforms(py::module_& m) {
         return leaves_to_py(fori_loop(lo, hi, step, py_to_leaves(init, "drx.lax.fori_loop")));
       },
       py::arg("lower"), py::arg("upper"), py::arg("body"), py::arg("init"));
+  m.def(
+      "cond",
+      [](const Value& pred, py::function true_fn, py::function false_fn, py::object operands) {
+        TreeFn t = tree_fn(std::move(true_fn)), f = tree_fn(std::move(false_fn));
+        BranchFn on_true = [t](const Tree& ops) { return t({ops}); };
+        BranchFn on_false = [f](const Tree& ops) { return f({ops}); };
+        return leaves_to_py(cond(pred, on_true, on_false, py_to_leaves(operands, "drx.lax.cond")));
+      },
+      py::arg("pred"), py::arg("true_fn"), py::arg("false_fn"), py::arg("operands"));
+  m.def(
+      "while_loop",
+      [](py::function cond_fn, py::function body_fn, py::object init) {
+        TreeFn c = tree_fn(std::move(cond_fn)), b = tree_fn(std::move(body_fn));
+        LoopCondFn test = [c](const Tree& carry) {
+          const Tree out = c({carry});
+          if (out.size() != 1 || out.children()[0].kind() != Tree::Kind::value)
+            throw Error("drx.lax.while_loop: cond_fun must return one boolean scalar");
+          return out.children()[0].value();
+        };
+        LoopBodyFn step = [b](const Tree& carry) { return b({carry}); };
+        return leaves_to_py(while_loop(test, step, py_to_leaves(init, "drx.lax.while_loop")));
+      },
+      py::arg("cond_fn"), py::arg("body_fn"), py::arg("init"));
+  m.def("placement_softmax", &placement_softmax, py::arg("x"));
+  m.def("placement_normalize", &placement_normalize, py::arg("w"));
+  m.def("num_threads", &num_threads, "drx's worker threads (DRX_NUM_THREADS, else the cores).");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"),
+        "Sets drx's worker threads for later calls.");
   m.def(
       "request_mesh",
       [](const std::vector<std::pair<std::string, int>>& axes, const std::string& op) {

@@ -41,6 +41,8 @@ void bind_unary(py::module_& m) {
       {"cbrt", &cbrt},
       {"is_finite", &is_finite},
       {"floor", &floor},
+      {"expm1", &expm1},
+      {"round_away", &round_away},
       {"ceil", &ceil},
       {"round", static_cast<Unary>(&round)},
       {"sigmoid", &sigmoid},
@@ -76,6 +78,7 @@ void bind_binary(py::module_& m) {
       {"shift_left", &shift_left},
       {"shift_right_logical", &shift_right_logical},
       {"shift_right_arithmetic", &shift_right_arithmetic},
+      {"atan2", &atan2},
   };
   for (const auto& [name, fn] : ops)
     m.def(name, fn, py::arg("a"), py::arg("b"), op_doc(name).c_str());
@@ -132,37 +135,64 @@ void bind_values(py::module_& m) {
       [](const Shape& shape, double v, const std::string& dtype) {
         return fill(shape, v, dtype_arg(dtype));
       },
-      py::arg("shape"), py::arg("value"), py::arg("dtype"));
+      py::arg("shape"), py::arg("value"), py::arg("dtype"), op_doc("fill").c_str());
   m.def(
       "iota",
       [](const Shape& shape, int64_t dimension, const std::string& dtype) {
         return iota(shape, dimension, dtype_arg(dtype));
       },
-      py::arg("shape"), py::arg("dimension"), py::arg("dtype"));
+      py::arg("shape"), py::arg("dimension"), py::arg("dtype"), op_doc("iota").c_str());
   m.def(
       "astype",
       [](const Value& x, const std::string& dtype) { return astype(x, dtype_arg(dtype)); },
-      py::arg("x"), py::arg("dtype"));
-  m.def("where", &where, py::arg("cond"), py::arg("a"), py::arg("b"));
+      py::arg("x"), py::arg("dtype"), op_doc("astype").c_str());
+  m.def("where", &where, py::arg("cond"), py::arg("a"), py::arg("b"), op_doc("where").c_str());
+  m.def("clip", static_cast<Value (*)(const Value&, const Value&, const Value&)>(&clip),
+        py::arg("x"), py::arg("lo"), py::arg("hi"), op_doc("clip").c_str());
+  m.def("full_like", &full_like, py::arg("x"), py::arg("value"), op_doc("full_like").c_str());
+  m.def(
+      "arange", [](int64_t n, const std::string& dtype) { return arange(n, dtype_arg(dtype)); },
+      py::arg("n"), py::arg("dtype") = "i32", op_doc("arange").c_str());
+  m.def(
+      "bitcast_convert",
+      [](const Value& x, const std::string& dtype) { return bitcast_convert(x, dtype_arg(dtype)); },
+      py::arg("x"), py::arg("dtype"), op_doc("bitcast_convert").c_str());
+  m.def("move_axis", &move_axis, py::arg("x"), py::arg("source"), py::arg("destination"),
+        op_doc("move_axis").c_str());
+  m.def(
+      "top_k",
+      [](const Value& x, int64_t k) {
+        TopK t = top_k(x, k);
+        return py::make_tuple(t.values, t.indices);
+      },
+      py::arg("x"), py::arg("k"), op_doc("top_k").c_str());
+  m.def("place", &place, py::arg("x"), py::arg("placement"), op_doc("place").c_str());
   m.def(
       "gelu", [](const Value& x, bool approximate) { return gelu(x, approximate); }, py::arg("x"),
-      py::arg("approximate") = false);
+      py::arg("approximate") = false, op_doc("gelu").c_str());
 
   def_reduction<&sum, &sum>(m, "sum");
   def_reduction<&mean, &mean>(m, "mean");
   def_reduction<&max, &max>(m, "max");
   def_reduction<&min, &min>(m, "min");
-  m.def("logsumexp", &logsumexp, py::arg("x"), py::arg("axes"), py::arg("keepdims") = false);
-  m.def("softmax", &softmax, py::arg("x"), py::arg("axis") = -1);
-  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("axis") = -1);
-  m.def("argmax", &argmax, py::arg("x"), py::arg("axis"), py::arg("keepdims") = false);
-  m.def("argmin", &argmin, py::arg("x"), py::arg("axis"), py::arg("keepdims") = false);
-  m.def("cumsum", &cumsum, py::arg("x"), py::arg("axis"), py::arg("reverse") = false);
-  m.def("sort", &sort, py::arg("x"), py::arg("axis") = -1, py::arg("descending") = false);
-  m.def("argsort", &argsort, py::arg("x"), py::arg("axis") = -1, py::arg("descending") = false);
+  m.def("logsumexp", &logsumexp, py::arg("x"), py::arg("axes"), py::arg("keepdims") = false,
+        op_doc("logsumexp").c_str());
+  m.def("softmax", &softmax, py::arg("x"), py::arg("axis") = -1, op_doc("softmax").c_str());
+  m.def("log_softmax", &log_softmax, py::arg("x"), py::arg("axis") = -1,
+        op_doc("log_softmax").c_str());
+  m.def("argmax", &argmax, py::arg("x"), py::arg("axis"), py::arg("keepdims") = false,
+        op_doc("argmax").c_str());
+  m.def("argmin", &argmin, py::arg("x"), py::arg("axis"), py::arg("keepdims") = false,
+        op_doc("argmin").c_str());
+  m.def("cumsum", &cumsum, py::arg("x"), py::arg("axis"), py::arg("reverse") = false,
+        op_doc("cumsum").c_str());
+  m.def("sort", &sort, py::arg("x"), py::arg("axis") = -1, py::arg("descending") = false,
+        op_doc("sort").c_str());
+  m.def("argsort", &argsort, py::arg("x"), py::arg("axis") = -1, py::arg("descending") = false,
+        op_doc("argsort").c_str());
 
   m.def("matmul", static_cast<Value (*)(const Value&, const Value&)>(&matmul), py::arg("a"),
-        py::arg("b"));
+        py::arg("b"), op_doc("matmul").c_str());
   m.def(
       "dot_general",
       [](const Value& lhs, const Value& rhs, std::vector<int64_t> lhs_contracting,
@@ -174,37 +204,44 @@ void bind_values(py::module_& m) {
         return dot_general(lhs, rhs, d);
       },
       py::arg("lhs"), py::arg("rhs"), py::arg("lhs_contracting"), py::arg("rhs_contracting"),
-      py::arg("lhs_batch"), py::arg("rhs_batch"), py::arg("preferred_element_type") = py::none());
+      py::arg("lhs_batch"), py::arg("rhs_batch"), py::arg("preferred_element_type") = py::none(),
+      op_doc("dot_general").c_str());
 
-  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"));
-  m.def("transpose", &transpose, py::arg("x"), py::arg("perm"));
-  m.def("broadcast_to", &broadcast_to, py::arg("x"), py::arg("shape"));
-  m.def("broadcast_in_dim", &broadcast_in_dim, py::arg("x"), py::arg("shape"), py::arg("dims"));
-  m.def("expand_dims", &expand_dims, py::arg("x"), py::arg("axis"));
-  m.def("squeeze", &squeeze, py::arg("x"), py::arg("axis"));
-  m.def("concatenate", &concatenate, py::arg("xs"), py::arg("axis"));
-  m.def("slice", &slice, py::arg("x"), py::arg("starts"), py::arg("stops"));
-  m.def("reverse", &reverse, py::arg("x"), py::arg("dims"));
+  m.def("reshape", &reshape, py::arg("x"), py::arg("shape"), op_doc("reshape").c_str());
+  m.def("transpose", &transpose, py::arg("x"), py::arg("perm"), op_doc("transpose").c_str());
+  m.def("broadcast_to", &broadcast_to, py::arg("x"), py::arg("shape"),
+        op_doc("broadcast_to").c_str());
+  m.def("broadcast_in_dim", &broadcast_in_dim, py::arg("x"), py::arg("shape"), py::arg("dims"),
+        op_doc("broadcast_in_dim").c_str());
+  m.def("expand_dims", &expand_dims, py::arg("x"), py::arg("axis"), op_doc("expand_dims").c_str());
+  m.def("squeeze", &squeeze, py::arg("x"), py::arg("axis"), op_doc("squeeze").c_str());
+  m.def("concatenate", &concatenate, py::arg("xs"), py::arg("axis"), op_doc("concatenate").c_str());
+  m.def("slice", &slice, py::arg("x"), py::arg("starts"), py::arg("stops"),
+        op_doc("slice").c_str());
+  m.def("reverse", &reverse, py::arg("x"), py::arg("dims"), op_doc("reverse").c_str());
   m.def(
       "pad",
       [](const Value& x, const Value& v, const std::vector<int64_t>& low,
          const std::vector<int64_t>& high,
          const std::vector<int64_t>& interior) { return pad(x, v, low, high, interior); },
-      py::arg("x"), py::arg("value"), py::arg("low"), py::arg("high"), py::arg("interior"));
-  m.def("take", &take, py::arg("x"), py::arg("indices"), py::arg("axis") = 0);
+      py::arg("x"), py::arg("value"), py::arg("low"), py::arg("high"), py::arg("interior"),
+      op_doc("pad").c_str());
+  m.def("take", &take, py::arg("x"), py::arg("indices"), py::arg("axis") = 0,
+        op_doc("take").c_str());
   m.def("scatter", &scatter, py::arg("x"), py::arg("indices"), py::arg("updates"),
-        py::arg("axis") = 0);
+        py::arg("axis") = 0, op_doc("scatter").c_str());
   m.def("scatter_add", &scatter_add, py::arg("x"), py::arg("indices"), py::arg("updates"),
-        py::arg("axis") = 0);
-  m.def("dynamic_slice", &dynamic_slice, py::arg("x"), py::arg("start"), py::arg("sizes"));
+        py::arg("axis") = 0, op_doc("scatter_add").c_str());
+  m.def("dynamic_slice", &dynamic_slice, py::arg("x"), py::arg("start"), py::arg("sizes"),
+        op_doc("dynamic_slice").c_str());
   m.def("dynamic_update_slice", &dynamic_update_slice, py::arg("x"), py::arg("update"),
-        py::arg("start"));
+        py::arg("start"), op_doc("dynamic_update_slice").c_str());
   m.def(
       "one_hot",
       [](const Value& labels, int64_t n, const std::string& dtype) {
         return one_hot(labels, n, dtype_arg(dtype));
       },
-      py::arg("labels"), py::arg("n"), py::arg("dtype") = "f32");
+      py::arg("labels"), py::arg("n"), py::arg("dtype") = "f32", op_doc("one_hot").c_str());
   m.def(
       "public_ops",
       [] {

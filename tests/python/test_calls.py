@@ -221,6 +221,12 @@ def test_mesh_on_broadcast_and_map_fn_reaches_jit():
         drx.jit(round_with(two, drx.Mesh({"clients": 3})))(w, xs)
     with pytest.raises(drx.Error, match="mesh must be a drx.Mesh"):
         drx.jit(round_with({"clients": 2}, None))(w, xs)
+    # Exported, the program's mesh= shards it as a mesh given to to_stablehlo would.
+    asked = drx.to_stablehlo(round_with(two, None), w, xs)
+    assert asked == drx.to_stablehlo(round_with(None, None), w, xs, mesh=two)
+    assert "sdy.mesh" in asked and "sdy.mesh" not in drx.to_stablehlo(round_with(None, None), w, xs)
+    with pytest.raises(drx.Error, match="differs from the mesh .* the program asks for"):
+        drx.to_stablehlo(round_with(two, None), w, xs, mesh=drx.Mesh({"clients": 3}))
     # Results do not depend on the mesh: bitwise the same on 1, 2 and 3 devices.
     r1 = drx.jit(round_with(None, None))(w, xs)
     for n in (2, 3):

@@ -108,3 +108,100 @@ def test_loop_errors_name_the_loop_and_what_was_expected():
         drx.jit(lambda n: drx.lax.fori_loop(0, n, lambda i, v: v, 1.0))(np.int32(3))
     with pytest.raises(drx.Error, match="fori_loop: the body returned structure"):
         drx.lax.fori_loop(0, 2, lambda i, v: (v, v), 1.0)
+
+
+def test_cond_runs_the_chosen_branch_and_differentiates():
+    def f(x, n):
+        return drx.lax.cond(n > 0, lambda a, k: (a * a).sum() * k, lambda a, k: -a.sum(), x, 2.0)
+
+    x = np.array([1.0, 2.0, 3.0])
+    assert drx.jit(f)(x, np.int32(1)) == 28.0 and drx.jit(f)(x, np.int32(-1)) == -6.0
+    assert drx.lax.cond(True, lambda a: a + 1, lambda a: a - 1, np.float32(1.0)) == 2.0
+    np.testing.assert_allclose(drx.jit(drx.grad(f))(x, np.int32(1)), 4 * x, rtol=1e-15)
+    np.testing.assert_allclose(drx.jit(drx.grad(f))(x, np.int32(0)), -np.ones(3), rtol=1e-15)
+    # Under vmap a batched predicate selects per example.
+    out = drx.vmap(lambda a, n: drx.lax.cond(n > 0, lambda v: v * 2.0, lambda v: v * 0.0, a))(
+        np.ones((4, 2)), np.array([1, 0, 1, 0], np.int32))
+    np.testing.assert_array_equal(out, [[2, 2], [0, 0], [2, 2], [0, 0]])
+    with pytest.raises(drx.Error, match="cond"):
+        drx.lax.cond(True, lambda a: a, lambda a: a.sum(), np.ones(2))
+    with pytest.raises(drx.Error, match="pred must be a scalar"):
+        drx.jit(lambda p: drx.lax.cond(p, lambda: 1.0, lambda: 0.0))(np.array([True, False]))
+
+
+def test_while_loop_matches_a_python_loop():
+    def collatz_steps(n):
+        def body(c):
+            k, steps = c
+            return drx.numpy.where(k % 2 == 0, k // 2, 3 * k + 1), steps + 1
+        return drx.lax.while_loop(lambda c: c[0] != 1, body, (n, np.int32(0)))[1]
+
+    def py_steps(n):
+        s = 0
+        while n != 1:
+            n, s = (n // 2 if n % 2 == 0 else 3 * n + 1), s + 1
+        return s
+
+    for n in (1, 6, 27):
+        assert drx.jit(collatz_steps)(np.int32(n)) == py_steps(n)
+    # Forward-mode derivative of a loop with a data-dependent trip count.
+    f = lambda x: drx.lax.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * x, c[1] + 1),  # noqa
+                                     (x, np.int32(0)))[0]
+    out, t = drx.jit(lambda x: drx.jvp(f, (x,), (1.0,)))(1.5)
+    assert out == 1.5 ** 4 and t == 4 * 1.5 ** 3
+    with pytest.raises(drx.Error, match="cond_fun must return a boolean scalar"):
+        drx.lax.while_loop(lambda c: c > 0, lambda c: c - 1, np.ones(2))
+
+
+def test_dot_general_matches_einsum():
+    r = rng(4)
+    a, b = r.normal(size=(2, 3, 4)), r.normal(size=(2, 4, 5))
+    out = drx.lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))
+    np.testing.assert_allclose(out, np.einsum("bij,bjk->bik", a, b), rtol=1e-14)
+    c = r.normal(size=(4, 3))
+    np.testing.assert_allclose(drx.lax.dot_general(a, c, (((1, 2), (1, 0)), ((), ()))),
+                               np.einsum("bij,ji->b", a, c), rtol=1e-14)
+    bf = drx.jit(lambda x, y: drx.lax.dot_general(
+        x.astype("bf16"), y.astype("bf16"), (((1,), (0,)), ((), ())),
+        preferred_element_type=np.float32))(a[0].astype(np.float32), c.astype(np.float32)[:, :2])
+    assert bf.dtype == np.float32
+    with pytest.raises(drx.Error, match="dimension_numbers must be"):
+        drx.lax.dot_general(a, b, ((2,), (1,)))
+
+
+def test_lax_ops_against_numpy_and_their_strict_dtypes():
+    x, y = rng(5).normal(size=(3, 4)), rng(6).normal(size=(3, 4))
+    lax = drx.lax
+    np.testing.assert_allclose(lax.add(x, y), x + y, rtol=1e-15)
+    np.testing.assert_allclose(lax.max(x, y), np.maximum(x, y))
+    np.testing.assert_allclose(lax.rsqrt(np.abs(x) + 1), 1 / np.sqrt(np.abs(x) + 1), rtol=1e-15)
+    np.testing.assert_allclose(lax.logistic(x), 1 / (1 + np.exp(-x)), rtol=1e-15)
+    np.testing.assert_allclose(lax.clamp(-0.5, x, 0.5), np.clip(x, -0.5, 0.5))
+    np.testing.assert_array_equal(lax.select(x > 0, x, y), np.where(x > 0, x, y))
+    half = np.array([0.5, 1.5, 2.5, -0.5, -2.5])
+    np.testing.assert_array_equal(lax.round(half), [1.0, 2.0, 3.0, -1.0, -3.0])
+    np.testing.assert_array_equal(
+        lax.round(half, lax.RoundingMethod.TO_NEAREST_EVEN), np.round(half))
+    np.testing.assert_array_equal(lax.pad(np.arange(3.0), -1.0, [(1, 2, 1)]),
+                                  [-1, 0, -1, 1, -1, 2, -1, -1])
+    np.testing.assert_array_equal(lax.slice(x, (1, 0), (3, 2)), x[1:3, 0:2])
+    np.testing.assert_array_equal(
+        drx.jit(lambda a, i: lax.dynamic_slice(a, (i, 1), (2, 2)))(x, np.int32(1)), x[1:3, 1:3])
+    np.testing.assert_array_equal(
+        lax.dynamic_update_slice(x, np.zeros((1, 2)), (np.int32(2), np.int32(2)))[2, 2:], [0, 0])
+    vals, idx = lax.top_k(x, 2)
+    np.testing.assert_array_equal(vals, -np.sort(-x, axis=1)[:, :2])
+    np.testing.assert_array_equal(idx, np.argsort(-x, axis=1, kind="stable")[:, :2])
+    np.testing.assert_array_equal(lax.broadcast_in_dim(x[0], (2, 4), (1,)), [x[0], x[0]])
+    np.testing.assert_array_equal(lax.iota(np.int32, 4), [0, 1, 2, 3])
+    np.testing.assert_array_equal(lax.broadcasted_iota(np.int32, (2, 3), 1), [[0, 1, 2]] * 2)
+    np.testing.assert_allclose(lax.reduce_sum(x, (1,)), x.sum(1), rtol=1e-15)
+    np.testing.assert_array_equal(lax.argmax(x, 1), np.argmax(x, 1))
+    assert lax.argmax(x, 1, index_dtype=np.int64).dtype == np.int64
+    np.testing.assert_allclose(lax.cumsum(x, 1, reverse=True),
+                               np.cumsum(x[:, ::-1], 1)[:, ::-1], rtol=1e-15)
+    assert lax.add(x.astype(np.float32), 2.0).dtype == np.float32  # weak: takes f32
+    with pytest.raises(drx.Error, match="dtype"):
+        lax.add(x.astype(np.float32), x)  # lax does not promote strong dtypes
+    with pytest.raises(drx.Error, match="unit strides"):
+        lax.slice(x, (0, 0), (3, 4), (2, 1))
