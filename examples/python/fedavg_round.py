@@ -16,9 +16,8 @@ def loss(w, x, y):
 
 
 def client_update(w, x, y, lr=0.1, steps=5):
-    for _ in range(steps):  # unrolled: drx.lax.fori_loop comes with the next part
-        w = w - lr * drx.grad(loss)(w, x, y)
-    return w
+    # The local steps as one loop, traced once (a Python for loop would unroll them).
+    return drx.lax.fori_loop(0, steps, lambda i, v: v - lr * drx.grad(loss)(v, x, y), w)
 
 
 @drx.program(placements={"clients": CLIENTS})

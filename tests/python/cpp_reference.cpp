@@ -105,8 +105,10 @@ Value loss(Value w, Value x, Value y) { return drx::mean(drx::pow(drx::matmul(x,
 
 // for _ in range(5): w = w - lr * drx.grad(loss)(w, x, y)
 Value client_update(Value w, Value x, Value y) {
-  for (int s = 0; s < kLocalSteps; ++s) w = w - kLr * drx::grad(loss)(w, x, y);
-  return w;
+  auto step = [&](const Value&, const drx::Tree& v) {
+    return drx::Tree(v.value() - kLr * drx::grad(loss)(v.value(), x, y));
+  };
+  return drx::fori_loop(0, kLocalSteps, step, drx::Tree(w)).value();
 }
 
 auto fedavg_round_program(int64_t clients) {
