@@ -51,8 +51,11 @@ def np_grad(w, x, y, mask):
 
 
 def check_close(name, got, want, rtol=1e-12):
-    """Exits with a message when got differs from the float64 loop's want."""
+    """Exits with a message when got differs from the float64 loop's want (its shape, or any
+    element by more than rtol relative to the element)."""
     got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        raise SystemExit(f"{name}: shape {got.shape} from drx, {want.shape} from the loop")
     err = np.max(np.abs(got - want) / np.maximum(np.abs(want), 1e-300)) if want.size else 0.0
     if not np.allclose(got, want, rtol=rtol, atol=0):
         raise SystemExit(f"{name}: drx and the float64 loop differ (max relative error {err:.3g})")
