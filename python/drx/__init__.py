@@ -15,7 +15,7 @@ come back as float32 (Debian's NumPy has no bfloat16).
 """
 
 from . import _drx
-from . import lax, nn, numpy, optim, privacy, random, tree_util
+from . import dist, lax, nn, numpy, optim, privacy, random, tree_util
 from ._api import (Mesh, broadcast, client_index, grad, jit, jvp, make_program, map_fn, place,
                    placement_normalize, placement_softmax, program, reduce_max, reduce_mean,
                    reduce_min, reduce_sum, reduce_weighted_mean, value_and_grad, vjp, vmap)
@@ -30,8 +30,8 @@ set_blas_thread_control = _drx.set_blas_thread_control
 num_threads, set_num_threads = _drx.num_threads, _drx.set_num_threads
 
 __all__ = [
-    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "client_index", "grad",
-    "jit", "jvp", "lax", "make_program", "map_fn", "nn", "num_threads", "numpy", "optim",
+    "ConcretizationError", "Error", "Mesh", "Tracer", "broadcast", "client_index", "dist",
+    "grad", "jit", "jvp", "lax", "make_program", "map_fn", "nn", "num_threads", "numpy", "optim",
     "place", "placement_normalize", "placement_softmax", "privacy", "program", "random",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_sum", "reduce_weighted_mean",
     "set_blas_thread_control", "set_num_threads", "tree_util", "value_and_grad", "vjp", "vmap",

@@ -184,7 +184,7 @@ class _Jitted:
                     full.append(static[self._static.index(i)] if i in self._static else next(it))
                 return self._fun(*full)
             traceable = _Traceable(with_static, trees, weak_lists)
-            mesh = list(self._mesh.axes.items()) if self._mesh is not None else None
+            mesh = self._mesh._cpp_arg() if self._mesh is not None else None
             entry = (traceable, _drx.JitCache(traceable.fn, mesh))
             self._entries[key] = entry
         return entry + (leaf_lists,)
@@ -436,7 +436,7 @@ def _request_mesh(mesh, op):
         return
     if not isinstance(mesh, Mesh):
         raise Error(f"{op}: mesh must be a drx.Mesh, got {type(mesh).__name__}")
-    _drx.request_mesh(list(mesh.axes.items()), op)
+    _drx.request_mesh(mesh._cpp_arg(), op)
 
 
 def broadcast(x, placement=None, *, mesh=None):
@@ -511,10 +511,26 @@ def client_index():
 
 class Mesh:
     """Devices along named axes, e.g. Mesh({"clients": 4}): placements named after an axis
-    are split across its devices."""
+    are split across its devices. drx.dist's ``world.mesh(...)`` gives one whose axis spans
+    the MPI processes; its ``axes`` count every process's devices."""
 
     def __init__(self, axes):
         self.axes = dict(axes)
+        self._cpp = None  # a _drx.Mesh that spans processes (drx.dist), else None
+
+    @classmethod
+    def _wrap(cls, cpp):
+        """A drx.Mesh around a _drx.Mesh (drx.dist's, with its process group)."""
+        mesh = cls.__new__(cls)
+        mesh.axes = dict(cpp.global_axes)
+        mesh._cpp = cpp
+        return mesh
+
+    def _cpp_arg(self):
+        """The mesh as the bindings take it: the C++ Mesh, else the (axis, size) pairs."""
+        return self._cpp if self._cpp is not None else list(self.axes.items())
 
     def __repr__(self):
+        if self._cpp is not None:
+            return f"Mesh({self._cpp})"  # e.g. Mesh({clients: 2 x 3 processes})
         return f"Mesh({self.axes!r})"

@@ -103,8 +103,7 @@ def to_stablehlo(fun, *args, mesh=None, static_argnums=(), generic=False, gspmd=
     if mesh is not None and not isinstance(mesh, Mesh):
         raise Error(f"to_stablehlo: mesh must be a drx.Mesh, got {type(mesh).__name__}")
     traced = _Traced(fun, args, static_argnums, "to_stablehlo")
-    axes = list(mesh.axes.items()) if mesh is not None else None
-    return _drx.export_to_stablehlo(traced.program, axes, bool(generic), bool(gspmd),
+    return _drx.export_to_stablehlo(traced.program, mesh._cpp_arg() if mesh is not None else None, bool(generic), bool(gspmd),
                                     bool(single_reduce), str(module_name),
                                     bool(allow_idle_devices))
 

@@ -3,6 +3,11 @@
 // how a Python callable becomes a drx::TreeFn.
 #include <pybind11/pybind11.h>
 
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
 #include "drx/drx.h"
 
 namespace drx::python {
@@ -18,6 +23,14 @@ void bind_privacy(py::module_& m);
 void bind_optim(py::module_& m);
 void bind_nn(py::module_& m);
 void bind_export(py::module_& m);
+// drx::Mesh as `_drx.Mesh`, and drx.dist's World and rows over MPI (python/src/dist.cpp; built
+// without MPI, `_drx.dist_init` raises drx.Error saying so).
+void bind_dist(py::module_& m);
+
+// A mesh as Python passes one (a binding including pybind11/stl.h reads it): drx.Mesh's axes as
+// (axis, size) pairs, or a `_drx.Mesh` (one spanning processes, from drx.dist).
+using MeshArg = std::variant<std::vector<std::pair<std::string, int>>, Mesh>;
+Mesh mesh_from_arg(const MeshArg& mesh);
 
 // A NumPy array (or anything with the buffer protocol) as a drx::Array: copied, or (copy =
 // false) viewing the array's memory when it is C-contiguous, native-endian and aligned,

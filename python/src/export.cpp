@@ -24,8 +24,6 @@
 namespace drx::python {
 namespace {
 
-using MeshAxes = std::vector<std::pair<std::string, int>>;
-
 struct ProgramBox {
   std::shared_ptr<const Program> program;
   std::optional<Mesh> requested_mesh;  // asked for while tracing (DrJAX's mesh=)
@@ -231,7 +229,7 @@ void bind_export(py::module_& m) {
 
   m.def(
       "export_to_stablehlo",
-      [](const ProgramBox& p, std::optional<MeshAxes> mesh, bool generic, bool gspmd,
+      [](const ProgramBox& p, std::optional<MeshArg> mesh, bool generic, bool gspmd,
          bool single_reduce, const std::string& module_name, bool allow_idle_devices) {
         StableHloOptions o;
         o.generic = generic;
@@ -240,14 +238,13 @@ void bind_export(py::module_& m) {
         o.module_name = module_name;
         o.allow_idle_devices = allow_idle_devices;
         // A mesh the program asked for (broadcast or map_fn's mesh=) stands in for none.
-        const Mesh m = mesh ? Mesh(*mesh) : p.requested_mesh.value_or(Mesh());
+        const Mesh m = mesh ? mesh_from_arg(*mesh) : p.requested_mesh.value_or(Mesh());
         if (mesh && p.requested_mesh && !(m == *p.requested_mesh))
           throw Error("to_stablehlo: mesh " + m.str() + " differs from the mesh " +
                       p.requested_mesh->str() +
-                      " the program asks for (mesh= of broadcast or "
-                      "map_fn)");
+                      " the program asks for (mesh= of broadcast or map_fn)");
         py::gil_scoped_release release;
-        return to_stablehlo(p.get(), m, o);
+        return to_stablehlo(p.get(), m.global(), o);  // a process mesh: all its devices
       },
       py::arg("program"), py::arg("mesh") = py::none(), py::arg("generic") = false,
       py::arg("gspmd") = false, py::arg("single_reduce") = false, py::arg("module_name") = "",

@@ -29,6 +29,7 @@ PYBIND11_MODULE(_drx, m) {
   });
   drx::python::bind_arrays(m);
   drx::python::bind_values(m);
+  drx::python::bind_dist(m);  // before the bindings taking a _drx.Mesh
   drx::python::bind_transforms(m);
   drx::python::bind_flatten(m);
   drx::python::bind_random(m);

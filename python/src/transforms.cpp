@@ -147,9 +147,9 @@ void bind_transforms(py::module_& m) {
 
   py::class_<JitCache, std::shared_ptr<JitCache>>(m, "JitCache",
                                                   "One traced and compiled program per signature.")
-      .def(py::init([](const Fn& f, std::optional<std::vector<std::pair<std::string, int>>> mesh) {
+      .def(py::init([](const Fn& f, std::optional<MeshArg> mesh) {
              JitOptions options;
-             if (mesh) options.mesh = Mesh(*mesh);
+             if (mesh) options.mesh = mesh_from_arg(*mesh);
              return std::make_shared<JitCache>(f.fn, options);
            }),
            py::arg("f"), py::arg("mesh") = py::none())
@@ -275,10 +275,10 @@ void bind_transforms(py::module_& m) {
         "Sets drx's worker threads for later calls.");
   m.def(
       "request_mesh",
-      [](const std::vector<std::pair<std::string, int>>& axes, const std::string& op) {
-        detail::request_mesh(Mesh(axes), op);
+      [](const MeshArg& mesh, const std::string& op) {
+        detail::request_mesh(mesh_from_arg(mesh), op);
       },
-      py::arg("axes"), py::arg("op"),
+      py::arg("mesh"), py::arg("op"),
       "Asks the jit being traced to compile for the mesh with these axes (DrJAX's mesh=).");
   m.def("client_index", &client_index);
   m.def("set_blas_thread_control", &set_blas_thread_control, py::arg("on"),
