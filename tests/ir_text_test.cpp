@@ -9,7 +9,9 @@
 
 #include "drx/core/primitive.h"
 #include "drx/core/trace.h"
+#include "drx/ops/convolution.h"
 #include "drx/ops/primitives.h"
+#include "drx/ops/windows.h"
 #include "drx/transforms/loops.h"
 #include "tests/test_util.h"
 
@@ -260,6 +262,26 @@ std::vector<Case> coverage_cases() {
                              dynamic_update_slice(x, slice(x, {0, 0}, {1, 2}), {i, i})};
                    },
                    {f32t({2, 3}), Type(DType::i32, {})}});
+  cases.push_back({"windows",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     const WindowConfig w{{2, 2}, {1, 2}, {{1, 0}, {0, 1}}, {2, 1}, {1, 1}};
+                     return {reduce_window(a[0], "max", w),
+                             select_and_scatter_add(a[0], a[1], {{2, 2}, {1, 1}, {}, {}, {}})};
+                   },
+                   {f32t({3, 4}), f32t({2, 3})}});
+  cases.push_back({"convolution",
+                   [](const std::vector<Value>& a) -> std::vector<Value> {
+                     ConvParams c;
+                     c.window_strides = {2, 1};
+                     c.padding = {{1, -1}, {0, 2}};
+                     c.lhs_dilation = {1, 2};
+                     c.rhs_dilation = {2, 1};
+                     c.window_reversal = {0, 1};
+                     c.dims = {0, 3, {1, 2}, 3, 2, {0, 1}, 0, 3, {1, 2}};
+                     c.feature_group_count = 2;
+                     return {conv_general_dilated(a[0], a[1], c)};
+                   },
+                   {f32t({2, 5, 4, 4}), f32t({2, 3, 2, 4})}});
   return cases;
 }
 

@@ -25,6 +25,8 @@ const std::string kRoot = std::string(DRX_SOURCE_DIR) + "/";
 
 // The API headers whose functions are public ops.
 const std::vector<std::string> kHeaders = {"drx/ops/ops.h",
+                                           "drx/ops/convolution.h",
+                                           "drx/ops/windows.h",
                                            "drx/nn/nn.h",
                                            "drx/nn/transformer.h",
                                            "drx/nn/precision.h",

@@ -26,6 +26,8 @@ const KernelTable& table() {
     add_axis_kernels(t);
     add_control_flow_kernels(t);
     add_loop_kernels(t);
+    add_conv_kernels(t);
+    add_window_kernels(t);
     return t;
   }();
   return t;

@@ -22,7 +22,9 @@ void add_mapreduce_kernels(KernelTable& t);
 void add_index_kernels(KernelTable& t);
 void add_axis_kernels(KernelTable& t);  // argmax, argmin, cumsum
 void add_control_flow_kernels(KernelTable& t);
-void add_loop_kernels(KernelTable& t);  // scan, while_loop
+void add_loop_kernels(KernelTable& t);    // scan, while_loop
+void add_conv_kernels(KernelTable& t);    // conv_general_dilated (kernels_conv.cpp)
+void add_window_kernels(KernelTable& t);  // reduce_window, select_and_scatter_add
 
 // Kernels derived from what a primitive states about itself: its scalar
 // function (elementwise) or its reduction.

@@ -6,6 +6,7 @@
 #include "drx/array/half.h"
 #include "drx/core/lowering.h"
 #include "drx/core/primitive.h"
+#include "drx/ops/bilinear.h"
 #include "drx/ops/dot_general_params.h"
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
@@ -212,14 +213,7 @@ class DotGeneralPrim : public Primitive {
 
   MaybeValues jvp(const Values& primals, const MaybeValues& tangents, const Values&,
                   const Params& params) const override {
-    if (!is_floating(primals[0].dtype())) return {std::nullopt};
-    MaybeValue out;
-    if (tangents[0]) out = emit1(*this, {*tangents[0], primals[1]}, params);
-    if (tangents[1]) {
-      Value t = emit1(*this, {primals[0], *tangents[1]}, params);
-      out = out ? *out + t : t;
-    }
-    return {out};
+    return bilinear_jvp(*this, primals, tangents, params);
   }
 
   // The transpose rules of JAX's dot_general: contract the cotangent with the

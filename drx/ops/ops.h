@@ -137,6 +137,14 @@ Value sum(const Value& x);
 Value sum(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
 Value mean(const Value& x);
 Value mean(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+// The product; its derivatives are exact where x has zeros (a tree of multiplications).
+Value prod(const Value& x);
+Value prod(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
+// Variance and standard deviation (floating point), dividing by n - ddof.
+Value var(const Value& x, const std::vector<int64_t>& axes = {}, bool keepdims = false,
+          int64_t ddof = 0);
+Value std(const Value& x, const std::vector<int64_t>& axes = {}, bool keepdims = false,
+          int64_t ddof = 0);
 Value max(const Value& x);
 Value max(const Value& x, const std::vector<int64_t>& axes, bool keepdims = false);
 Value min(const Value& x);
@@ -152,6 +160,11 @@ struct DotDims {
 };
 // Output dims: batch dims, then lhs free dims, then rhs free dims.
 Value dot_general(const Value& lhs, const Value& rhs, const DotDims& dims);
+// Einstein summation with NumPy's subscripts ("ij,jk->ik", "...ij,...jk->...ik", or implicit
+// output: the labels used once, sorted): sums, dot_generals left to right, a transpose.
+// drx::Error naming the subscripts for a mismatch of terms, labels, sizes or '...', and for a
+// label repeated within one operand (a diagonal).
+Value einsum(const std::string& subscripts, const std::vector<Value>& operands);
 // 2-D matrix product, or batched over equal leading dims; a 1-D operand is a
 // vector (as numpy.matmul).
 Value matmul(const Value& a, const Value& b);

@@ -1,5 +1,5 @@
 // Reductions over a set of axes: sum, max, min, and the public wrappers
-// (negative axes, keepdims, mean).
+// (negative axes, keepdims, mean), and the compositions prod, var and std.
 //
 // The primitives take `axes`: distinct, sorted, non-negative axes that the
 // result no longer has. Keeping the primitive this narrow means one canonical
@@ -258,6 +258,82 @@ Value mean(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
   int64_t count = 1;
   for (int64_t a : normalize_axes("mean", x, axes)) count *= x.shape()[static_cast<size_t>(a)];
   return sum(x, axes, keepdims) / static_cast<double>(count);
+}
+
+DRX_PUBLIC_OP(
+    "prod",
+    "(x: Value) -> Value | (x: Value, axes: vector<int64>, keepdims: bool = false) -> Value",
+    "Product over all elements or the given axes; its derivative is exact where x has zeros.");
+Value prod(const Value& x) { return prod(x, {}, false); }
+// A tree of multiplications of halves of the reduced elements (padded with ones): only
+// products, never a division by x, so every derivative is the product of the other elements,
+// also at zeros, to any order.
+Value prod(const Value& x, const std::vector<int64_t>& axes, bool keepdims) {
+  if (x.dtype() == DType::bool_)
+    throw TypeError("prod: operand " + x.type().str() +
+                    " is bool; convert it first, e.g. prod(astype(x, i32))");
+  const std::vector<int64_t> norm = normalize_axes("prod", x, axes);
+  const std::vector<int64_t> kept = kept_dims(x.ndim(), norm);
+  std::vector<int64_t> perm = kept;
+  perm.insert(perm.end(), norm.begin(), norm.end());
+  Shape kept_shape = reduced_shape(x.shape(), norm), rows = kept_shape;
+  int64_t n = 1;
+  for (int64_t a : norm) n *= x.shape()[static_cast<size_t>(a)];
+  rows.push_back(n);
+  Value y = reshape(transpose(x, perm), rows);
+  const size_t last = rows.size() - 1;
+  std::vector<int64_t> zeros(rows.size(), 0), starts(rows.size(), 0), stops = rows;
+  Value out;
+  if (n == 0) {
+    out = full_like(sum(y, {static_cast<int64_t>(last)}), 1.0);  // the empty product
+  } else {
+    while (n > 1) {
+      if (n % 2) {
+        std::vector<int64_t> high(rows.size(), 0);
+        high[last] = 1;
+        y = pad(y, 1.0, zeros, high);
+        ++n;
+      }
+      stops = rows;
+      stops[last] = n / 2;
+      starts[last] = 0;
+      Value lo = slice(y, starts, stops);
+      starts[last] = n / 2;
+      stops[last] = n;
+      y = lo * slice(y, starts, stops);
+      n /= 2;
+      rows[last] = n;
+      starts[last] = 0;
+    }
+    out = reshape(y, kept_shape);
+  }
+  if (!keepdims) return out;
+  Shape with_ones = x.shape();
+  for (int64_t a : norm) with_ones[static_cast<size_t>(a)] = 1;
+  return reshape(out, with_ones);
+}
+
+DRX_PUBLIC_OP("var",
+              "(x: Value, axes: vector<int64> = {}, keepdims: bool = false, ddof: int64 = 0) -> "
+              "Value",
+              "Variance over all elements or the given axes: sum((x - mean)^2) / (n - ddof).");
+Value var(const Value& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+  if (!is_floating(x.dtype()))
+    throw TypeError("var: operand " + x.type().str() +
+                    " is not floating point; convert it first, e.g. var(astype(x, f32))");
+  int64_t count = 1;
+  for (int64_t a : normalize_axes("var", x, axes)) count *= x.shape()[static_cast<size_t>(a)];
+  Value centered = x - mean(x, axes, true);
+  // n - ddof <= 0 divides by zero (inf or NaN), as NumPy and JAX do.
+  return sum(centered * centered, axes, keepdims) / static_cast<double>(count - ddof);
+}
+
+DRX_PUBLIC_OP("std",
+              "(x: Value, axes: vector<int64> = {}, keepdims: bool = false, ddof: int64 = 0) -> "
+              "Value",
+              "Standard deviation: sqrt(var(x, axes, keepdims, ddof)).");
+Value std(const Value& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+  return sqrt(var(x, axes, keepdims, ddof));
 }
 
 }  // namespace drx

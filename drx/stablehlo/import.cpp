@@ -14,6 +14,7 @@
 #include "drx/ops/ops.h"
 #include "drx/stablehlo/import_checks.h"
 #include "drx/stablehlo/import_internal.h"
+#include "drx/stablehlo/import_windows.h"
 #include "drx/trace/program_of.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
@@ -287,6 +288,12 @@ class Importer {
         isolated.rows = true;
         return run_region(r, args, isolated, depth);
       });
+    if (auto windowed = detail::import_windowed(op, in, [&](const Region& r, const Values& args) {
+          Env isolated;
+          isolated.rows = true;
+          return run_region(r, args, isolated, depth);
+        }))
+      return *windowed;
     if (op.name == "stablehlo.gather") {
       if (in.size() != 2) fail(op, "takes an operand and indices");
       return {detail::import_gather(op, in[0], in[1])};

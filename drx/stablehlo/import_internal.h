@@ -45,6 +45,8 @@ Value total_order_key(const Value& x);
 using RegionFn = std::function<Values(const Region&, const Values&)>;
 Values import_reduce(const Operation& op, const Values& operands, const RegionFn& run);
 Value import_gather(const Operation& op, const Value& operand, const Value& indices);
+// stablehlo.convolution as conv_general_dilated (import_conv.cpp).
+Values convolution_op(const Operation& op, const Values& in);
 
 // ---- the spec's type constraints (import_verify.cpp) ----
 // "i1", "ui8", "f32": StableHLO's name of a drx element type.

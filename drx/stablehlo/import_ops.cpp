@@ -321,6 +321,7 @@ const std::map<std::string, Lowering>& table() {
       {"stablehlo.pad", pad_op},
       {"stablehlo.iota", iota_op},
       {"stablehlo.dot_general", dot_general_op},
+      {"stablehlo.convolution", convolution_op},  // import_conv.cpp
   };
   return t;
 }

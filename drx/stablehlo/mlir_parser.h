@@ -68,6 +68,8 @@ class Parser {
 // The check dialect's ops (check.expect_eq_const, ...) of StableHLO's
 // interpreter tests, after the op name (mlir_check_ops.cpp).
 void parse_check_op(Parser& p, Operation& op);
+// stablehlo.convolution's pretty form, after the op name (mlir_conv.cpp).
+void parse_convolution_pretty(Parser& p, Operation& op);
 
 // Bounds the nesting of attributes and regions, so hostile input cannot
 // exhaust the stack.

@@ -333,6 +333,7 @@ void Parser::parse_pretty(Operation& op) {
   if (n == "func.return" || n == "stablehlo.return") return return_op(*this, op);
   if (n == "stablehlo.reduce") return reduce(*this, op);
   if (n == "stablehlo.while") return while_op(*this, op);
+  if (n == "stablehlo.convolution") return parse_convolution_pretty(*this, op);
   if (n.rfind("check.", 0) == 0) return parse_check_op(*this, op);
   if (n.find('.') == std::string::npos) lex_.fail("unknown op '" + n + "'");
   plain(*this, op);

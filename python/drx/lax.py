@@ -464,3 +464,111 @@ def _lax_reduction(name, op):
 reduce_sum = _lax_reduction("reduce_sum", _drx.sum)
 reduce_max = _lax_reduction("reduce_max", _drx.max)
 reduce_min = _lax_reduction("reduce_min", _drx.min)
+
+
+# ---- convolutions --------------------------------------------------------------------------
+def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+    """(low, high) pads per spatial dim for padding "SAME", "SAME_LOWER" or "VALID", as JAX's
+    lax.padtype_to_pads (window_shape already dilated)."""
+    return [tuple(p) for p in _drx.padtype_to_pads(list(in_shape), list(window_shape),
+                                                   list(window_strides), str(padding))]
+
+
+def _conv_dims(dimension_numbers, ndim):
+    """JAX's dimension numbers as drx's three lists [batch, feature, spatial...]: None (lax's
+    NCHW / OIHW / NCHW), three layout strings ("NHWC", "HWIO", "NHWC": spatial dims matched by
+    letter, in the kernel's order) or three (batch-or-out, feature-or-in, spatial) tuples."""
+    if dimension_numbers is None:
+        default = list(range(ndim))
+        return [default, default, default]
+    try:
+        lhs, rhs, out = dimension_numbers
+    except (TypeError, ValueError):
+        raise Error("drx.lax.conv_general_dilated: dimension_numbers must be None, three layout "
+                    f"strings or three dimension tuples, got {dimension_numbers!r}") from None
+    if isinstance(lhs, str):
+        if not (len(lhs) == len(rhs) == len(out) == ndim):
+            raise Error(f"drx.lax.conv_general_dilated: layouts {dimension_numbers!r} must each "
+                        f"have {ndim} letters")
+        spatial = [c for c in rhs if c not in "OI"]
+        try:
+            return [[lhs.index("N"), lhs.index("C")] + [lhs.index(c) for c in spatial],
+                    [rhs.index("O"), rhs.index("I")] + [rhs.index(c) for c in spatial],
+                    [out.index("N"), out.index("C")] + [out.index(c) for c in spatial]]
+        except ValueError:
+            raise Error(f"drx.lax.conv_general_dilated: layouts {dimension_numbers!r} do not "
+                        "name N and C, O and I, and the same spatial letters") from None
+    return [[d[0], d[1]] + list(d[2]) for d in (lhs, rhs, out)]
+
+
+@traced_function("lhs", "rhs")
+def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None,
+                         dimension_numbers=None, feature_group_count=1, batch_group_count=1,
+                         precision=None, preferred_element_type=None):
+    """StableHLO's convolution, as jax.lax.conv_general_dilated: padding "SAME", "SAME_LOWER",
+    "VALID" or (low, high) pairs; dimension_numbers None (NCHW/OIHW/NCHW), layout strings such
+    as ("NHWC", "HWIO", "NHWC"), or dimension tuples; feature and batch groups; a wider
+    preferred_element_type (bf16 -> f32, i8 -> i32). Differentiable to any order."""
+    del precision  # drx computes at its dtypes' full precision
+    a, b = _lax_operands(lhs, rhs)
+    dims = _conv_dims(dimension_numbers, a.ndim)
+    strides = list(window_strides)
+    if isinstance(padding, str):
+        window = [(b.shape[d] - 1) * (rhs_dilation[k] if rhs_dilation else 1) + 1
+                  for k, d in enumerate(dims[1][2:])]
+        padding = padtype_to_pads([a.shape[d] for d in dims[0][2:]], window, strides, padding)
+    return Tracer(_drx.conv_general_dilated(
+        a._value, b._value, strides, [tuple(p) for p in padding], list(lhs_dilation or []),
+        list(rhs_dilation or []), [], dims, int(feature_group_count), int(batch_group_count),
+        None if preferred_element_type is None else dtype_name(preferred_element_type)))
+
+
+def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+    """jax.lax.conv: lhs [N, C, spatial...], rhs [O, I, window...], result [N, O, spatial...]."""
+    return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
+                                preferred_element_type=preferred_element_type)
+
+
+# ---- windowed reductions -------------------------------------------------------------------
+_WINDOW_BODIES = {"add": "sum", "sum": "sum", "max": "max", "min": "min", "or": "any",
+                  "any": "any", "and": "all", "all": "all"}
+
+
+def _pairs(padding, what):
+    try:
+        return [(int(lo), int(hi)) for lo, hi in padding]
+    except (TypeError, ValueError):
+        raise Error(f"{what}: padding must be (low, high) pairs, got {padding!r}") from None
+
+
+@traced_function("operand", "init_value")
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding=None, base_dilation=None, window_dilation=None):
+    """StableHLO's reduce_window, as jax.lax.reduce_window with a named computation ("add",
+    "max", "min", "or", "and"): window sizes, strides, (low, high) padding, base and window
+    dilation; init_value None means the computation's identity."""
+    body = _WINDOW_BODIES.get(computation) if isinstance(computation, str) else None
+    if body is None:
+        raise Error("drx.lax.reduce_window: computation must be one of "
+                    f"{sorted(_WINDOW_BODIES)}, got {computation!r}")
+    t = to_tracer(operand)
+    init = None
+    if init_value is not None:
+        (t, i) = _lax_operands(t, init_value)
+        init = i._value
+    return Tracer(_drx.reduce_window(
+        t._value, init, body, list(window_dimensions), list(window_strides or []),
+        _pairs(padding or [], "drx.lax.reduce_window"), list(base_dilation or []),
+        list(window_dilation or [])), t._weak)
+
+
+@traced_function("operand", "source")
+def select_and_scatter_add(source, operand, select_prim="ge", window_dimensions=(),
+                           window_strides=None, padding=None):
+    """The transpose of max (select "ge") or min ("le") pooling, as lax's
+    _select_and_scatter_add: each source element added where its window of operand selects
+    (ties: the first element in window order)."""
+    a, b = _lax_operands(operand, source)
+    return Tracer(_drx.select_and_scatter_add(
+        a._value, b._value, str(select_prim).upper(), list(window_dimensions),
+        list(window_strides or []), _pairs(padding or [], "drx.lax.select_and_scatter_add")))

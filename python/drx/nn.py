@@ -28,7 +28,8 @@ from ._tracer import _FLOATS, Error, Tracer, as_value, dtype_name, is_python_sca
 __all__ = [
     "Init", "Policy", "TransformerConfig", "accuracy", "causal_attention", "correct", "dense",
     "derive_init_seed", "dot_general", "embedding", "gelu", "init_array", "layer_norm",
-    "log_sigmoid", "log_softmax", "logsumexp", "masked_mean_loss", "matmul", "mlp_apply",
+    "avg_pool", "log_sigmoid", "log_softmax", "logsumexp", "masked_mean_loss", "matmul",
+    "max_pool", "mlp_apply",
     "mlp_init", "normal_array", "one_hot", "relu", "sigmoid", "sigmoid_binary_cross_entropy",
     "softmax", "softmax_cross_entropy", "softplus", "transformer_init", "transformer_logits",
     "transformer_loss",
@@ -621,3 +622,33 @@ def transformer_loss(config, params, windows):
     windows[:, :t], targets windows[:, 1:]."""
     return _transformer("transformer_loss", _drx.nn_transformer_loss, config, params, windows)
 
+
+
+# ---- pooling --------------------------------------------------------------------------------
+def max_pool(x, window_shape, strides=None, padding="VALID"):
+    """The largest element of each window, as flax.linen.max_pool: x [N, spatial..., C] (or
+    without the batch axis), padding "SAME" or "VALID". Its gradient goes to the first largest
+    element of each window."""
+    return _pool_call("max_pool", x, window_shape, strides, padding)
+
+
+def avg_pool(x, window_shape, strides=None, padding="VALID", count_include_pad=True):
+    """The mean of each window, as flax.linen.avg_pool (count_include_pad=False divides by the
+    elements that are not padding)."""
+    return _pool_call("avg_pool", x, window_shape, strides, padding, bool(count_include_pad))
+
+
+def _pool_call(name, x, window_shape, strides, padding, *extra):
+    window = tuple(_static_int(w, "window_shape", name) for w in window_shape)
+    stride = tuple(_static_int(s, "strides", name) for s in (strides or ()))
+    if not isinstance(padding, str):
+        raise Error(f"{name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    op = getattr(_drx, "nn_" + name)
+
+    def run(a):
+        t = _float_tracer(a)
+        return Tracer(op(t._value, list(window), list(stride), padding, *extra), t._weak)
+
+    if isinstance(x, Tracer) or _drx.in_trace():
+        return run(x)
+    return _eager((name, window, stride, padding) + extra, run, (_array_arg(x),))

@@ -277,6 +277,37 @@ mean = _reduction("mean", _drx.mean, "The mean over axis (None: all); integers a
 max = _reduction("max", _drx.max, "The largest element over axis (None: all).")  # noqa: A001
 min = _reduction("min", _drx.min, "The smallest element over axis (None: all).")  # noqa: A001
 amax, amin = max, min
+prod = _reduction("prod", _drx.prod, "The product over axis (None: all); its gradient is exact "  # noqa: A001
+                  "at zeros.", accumulate_bool=True)
+
+
+def _spread(name, op, doc):
+    def f(a, axis=None, dtype=None, ddof=0, keepdims=False):
+        t = _to_tracer(a)
+        t = t.astype(dtype) if dtype is not None else _inexact(t)
+        axes = _normalize_axes(axis, t.ndim, f"drx.numpy.{name}")
+        return _Tracer(op(t._value, axes, keepdims, int(ddof)), t._weak)
+
+    return _traced_function("a")(_named(f, name, doc))
+
+
+var = _spread("var", _drx.var, "The variance over axis (None: all), dividing by n - ddof.")
+std = _spread("std", _drx.std, "The standard deviation over axis (None: all): sqrt(var).")
+
+
+def einsum(subscripts, *operands):
+    """Einstein summation with NumPy's subscripts ('ij,jk->ik', '...ij,...jk->...ik', implicit
+    output); operands promote to one dtype first, as jnp.einsum does."""
+    return _einsum(subscripts, list(operands))
+
+
+@_traced_function("operands")
+def _einsum(subscripts, operands):
+    ts = [_to_tracer(x) for x in operands]
+    if not ts:
+        raise _Error("drx.numpy.einsum: needs at least one operand")
+    ts, weak = _common(ts)
+    return _Tracer(_drx.einsum(subscripts, [t._value for t in ts]), weak)
 
 
 @_traced_function("a")

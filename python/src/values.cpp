@@ -175,6 +175,99 @@ void bind_values(py::module_& m) {
   def_reduction<&mean, &mean>(m, "mean");
   def_reduction<&max, &max>(m, "max");
   def_reduction<&min, &min>(m, "min");
+  def_reduction<&prod, &prod>(m, "prod");
+  m.def(
+      "var",
+      [](const Value& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+        return var(x, axes, keepdims, ddof);
+      },
+      py::arg("x"), py::arg("axes"), py::arg("keepdims") = false, py::arg("ddof") = 0,
+      op_doc("var").c_str());
+  m.def(
+      "std",
+      [](const Value& x, const std::vector<int64_t>& axes, bool keepdims, int64_t ddof) {
+        return drx::std(x, axes, keepdims, ddof);
+      },
+      py::arg("x"), py::arg("axes"), py::arg("keepdims") = false, py::arg("ddof") = 0,
+      op_doc("std").c_str());
+  m.def("einsum", &einsum, py::arg("subscripts"), py::arg("operands"), op_doc("einsum").c_str());
+  m.def(
+      "conv_general_dilated",
+      [](const Value& lhs, const Value& rhs, std::vector<int64_t> window_strides,
+         std::vector<std::pair<int64_t, int64_t>> padding, std::vector<int64_t> lhs_dilation,
+         std::vector<int64_t> rhs_dilation, std::vector<int64_t> window_reversal,
+         std::optional<std::vector<std::vector<int64_t>>> dims, int64_t feature_group_count,
+         int64_t batch_group_count, std::optional<std::string> preferred) {
+        ConvParams c;
+        c.window_strides = std::move(window_strides);
+        c.padding = std::move(padding);
+        c.lhs_dilation = std::move(lhs_dilation);
+        c.rhs_dilation = std::move(rhs_dilation);
+        c.window_reversal = std::move(window_reversal);
+        if (dims) {  // (lhs, rhs, out): each [batch or out-feature, feature, spatial...]
+          if (dims->size() != 3)
+            throw Error("conv_general_dilated: dimension numbers must be three lists");
+          for (const auto& d : *dims)
+            if (d.size() < 2)
+              throw Error(
+                  "conv_general_dilated: each dimension-number list needs at least two "
+                  "entries");
+          auto& n = c.dims;
+          n.lhs_batch = (*dims)[0][0], n.lhs_feature = (*dims)[0][1];
+          n.lhs_spatial.assign((*dims)[0].begin() + 2, (*dims)[0].end());
+          n.rhs_out_feature = (*dims)[1][0], n.rhs_in_feature = (*dims)[1][1];
+          n.rhs_spatial.assign((*dims)[1].begin() + 2, (*dims)[1].end());
+          n.out_batch = (*dims)[2][0], n.out_feature = (*dims)[2][1];
+          n.out_spatial.assign((*dims)[2].begin() + 2, (*dims)[2].end());
+        }
+        c.feature_group_count = feature_group_count;
+        c.batch_group_count = batch_group_count;
+        if (preferred) c.preferred_element_type = dtype_arg(*preferred);
+        return conv_general_dilated(lhs, rhs, c);
+      },
+      py::arg("lhs"), py::arg("rhs"), py::arg("window_strides"), py::arg("padding"),
+      py::arg("lhs_dilation"), py::arg("rhs_dilation"), py::arg("window_reversal"), py::arg("dims"),
+      py::arg("feature_group_count"), py::arg("batch_group_count"),
+      py::arg("preferred_element_type"), op_doc("conv_general_dilated").c_str());
+  auto window_config = [](std::vector<int64_t> dimensions, std::vector<int64_t> strides,
+                          std::vector<std::pair<int64_t, int64_t>> padding,
+                          std::vector<int64_t> base_dilation,
+                          std::vector<int64_t> window_dilation) {
+    return WindowConfig{std::move(dimensions), std::move(strides), std::move(padding),
+                        std::move(base_dilation), std::move(window_dilation)};
+  };
+  m.def(
+      "reduce_window",
+      [window_config](const Value& x, std::optional<Value> init, const std::string& body,
+                      std::vector<int64_t> dimensions, std::vector<int64_t> strides,
+                      std::vector<std::pair<int64_t, int64_t>> padding,
+                      std::vector<int64_t> base_dilation, std::vector<int64_t> window_dilation) {
+        const WindowConfig w =
+            window_config(std::move(dimensions), std::move(strides), std::move(padding),
+                          std::move(base_dilation), std::move(window_dilation));
+        return init ? reduce_window(x, *init, body, w) : reduce_window(x, body, w);
+      },
+      py::arg("x"), py::arg("init"), py::arg("body"), py::arg("dimensions"), py::arg("strides"),
+      py::arg("padding"), py::arg("base_dilation"), py::arg("window_dilation"),
+      op_doc("reduce_window").c_str());
+  m.def(
+      "select_and_scatter_add",
+      [window_config](const Value& operand, const Value& source, const std::string& select,
+                      std::vector<int64_t> dimensions, std::vector<int64_t> strides,
+                      std::vector<std::pair<int64_t, int64_t>> padding) {
+        return select_and_scatter_add(
+            operand, source,
+            window_config(std::move(dimensions), std::move(strides), std::move(padding), {}, {}),
+            select);
+      },
+      py::arg("operand"), py::arg("source"), py::arg("select"), py::arg("dimensions"),
+      py::arg("strides"), py::arg("padding"), op_doc("select_and_scatter_add").c_str());
+  m.def("nn_max_pool", &nn::max_pool, py::arg("x"), py::arg("window"), py::arg("strides"),
+        py::arg("padding"), op_doc("nn::max_pool").c_str());
+  m.def("nn_avg_pool", &nn::avg_pool, py::arg("x"), py::arg("window"), py::arg("strides"),
+        py::arg("padding"), py::arg("count_include_pad"), op_doc("nn::avg_pool").c_str());
+  m.def("padtype_to_pads", &padtype_to_pads, py::arg("in_shape"), py::arg("window_shape"),
+        py::arg("window_strides"), py::arg("padding"), op_doc("padtype_to_pads").c_str());
   m.def("logsumexp", &logsumexp, py::arg("x"), py::arg("axes"), py::arg("keepdims") = false,
         op_doc("logsumexp").c_str());
   m.def("softmax", &softmax, py::arg("x"), py::arg("axis") = -1, op_doc("softmax").c_str());

@@ -71,6 +71,7 @@ ALIASES = {
     "drx::placement_softmax": "placement_softmax",
     "drx::placement_normalize": "placement_normalize",
     "drx::threefry2x32": "random.threefry2x32",
+    "drx::conv": "lax.conv",
 }
 
 # Searched in this order for a C++ name in the drx namespace without an alias.

@@ -205,3 +205,99 @@ def test_lax_ops_against_numpy_and_their_strict_dtypes():
         lax.add(x.astype(np.float32), x)  # lax does not promote strong dtypes
     with pytest.raises(drx.Error, match="unit strides"):
         lax.slice(x, (0, 0), (3, 4), (2, 1))
+
+
+def numpy_conv(x, w, strides, padding, lhs_dilation=(1, 1), rhs_dilation=(1, 1), groups=1):
+    """NCHW x OIHW -> NCHW in float64 loops: dilate the input, pad, slide the dilated kernel."""
+    n, c, h, wd = x.shape
+    o, ci, kh, kw = w.shape
+    dh, dw = lhs_dilation
+    xd = np.zeros((n, c, (h - 1) * dh + 1, (wd - 1) * dw + 1))
+    xd[:, :, ::dh, ::dw] = x
+    (pl, ph), (ql, qh) = padding
+    xp = np.zeros((n, c, xd.shape[2] + pl + ph, xd.shape[3] + ql + qh))
+    xp[:, :, pl:pl + xd.shape[2], ql:ql + xd.shape[3]] = xd
+    rh, rw = rhs_dilation
+    ekh, ekw = (kh - 1) * rh + 1, (kw - 1) * rw + 1
+    oh = (xp.shape[2] - ekh) // strides[0] + 1
+    ow = (xp.shape[3] - ekw) // strides[1] + 1
+    out = np.zeros((n, o, oh, ow))
+    per = o // groups
+    for b in range(n):
+        for f in range(o):
+            g = f // per
+            for i in range(oh):
+                for j in range(ow):
+                    patch = xp[b, g * ci:(g + 1) * ci, i * strides[0]:i * strides[0] + ekh:rh,
+                               j * strides[1]:j * strides[1] + ekw:rw]
+                    out[b, f, i, j] = np.sum(patch * w[f])
+    return out
+
+
+@pytest.mark.parametrize("kw", [
+    dict(strides=(1, 1), padding=((0, 0), (0, 0))),
+    dict(strides=(2, 1), padding=((1, 2), (0, 1))),
+    dict(strides=(1, 2), padding=((1, 1), (1, 1)), lhs_dilation=(2, 1), rhs_dilation=(1, 2)),
+    dict(strides=(1, 1), padding=((1, 1), (1, 1)), groups=2),
+])
+def test_conv_general_dilated_matches_numpy_loops(kw):
+    r = rng(12)
+    groups = kw.get("groups", 1)
+    x, w = r.normal(size=(2, 4, 6, 5)), r.normal(size=(6, 4 // groups, 3, 2))
+    want = numpy_conv(x, w, **kw)
+    got = drx.lax.conv_general_dilated(
+        x, w, kw["strides"], kw["padding"], lhs_dilation=kw.get("lhs_dilation"),
+        rhs_dilation=kw.get("rhs_dilation"), feature_group_count=groups)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # The same in NHWC / HWIO layouts.
+    nhwc = drx.lax.conv_general_dilated(
+        x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), kw["strides"], kw["padding"],
+        lhs_dilation=kw.get("lhs_dilation"), rhs_dilation=kw.get("rhs_dilation"),
+        dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=groups)
+    np.testing.assert_allclose(nhwc, want.transpose(0, 2, 3, 1), rtol=1e-12, atol=1e-12)
+
+
+def test_conv_same_padding_and_gradient_match_numpy():
+    r = rng(13)
+    x, w = r.normal(size=(1, 2, 5, 5)), r.normal(size=(3, 2, 3, 3))
+    assert drx.lax.padtype_to_pads((5, 5), (3, 3), (2, 2), "SAME") == [(1, 1), (1, 1)]
+    np.testing.assert_allclose(drx.lax.conv(x, w, (2, 2), "SAME"),
+                               numpy_conv(x, w, (2, 2), ((1, 1), (1, 1))), rtol=1e-12)
+    loss = lambda a, b: (drx.lax.conv(a, b, (1, 1), "VALID") ** 2).sum()  # noqa: E731
+    g = drx.jit(drx.grad(loss, argnums=1))(x, w)
+    eps, fd = 1e-6, np.zeros_like(w)
+    for i in np.ndindex(w.shape):
+        e = np.zeros_like(w)
+        e[i] = eps
+        fd[i] = ((numpy_conv(x, w + e, (1, 1), ((0, 0), (0, 0))) ** 2).sum() -
+                 (numpy_conv(x, w - e, (1, 1), ((0, 0), (0, 0))) ** 2).sum()) / (2 * eps)
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_pooling_and_reduce_window_match_numpy():
+    r = rng(14)
+    x = r.normal(size=(2, 6, 5, 3))  # NHWC
+    mp = drx.nn.max_pool(x, (2, 2), (2, 2), "VALID")
+    want = x[:, :6, :4].reshape(2, 3, 2, 2, 2, 3).max(axis=(2, 4))
+    np.testing.assert_array_equal(mp, want)
+    ap = drx.nn.avg_pool(x, (2, 2), (2, 2), "VALID")
+    np.testing.assert_allclose(ap, x[:, :6, :4].reshape(2, 3, 2, 2, 2, 3).mean(axis=(2, 4)),
+                               rtol=1e-14)
+    s = drx.lax.reduce_window(x, None, "add", (1, 3, 2, 1), (1, 1, 1, 1),
+                              ((0, 0), (1, 1), (0, 0), (0, 0)))
+    xp = np.pad(x, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    want_s = sum(xp[:, i:i + 6, j:j + 4] for i in range(3) for j in range(2))
+    np.testing.assert_allclose(s, want_s, rtol=1e-13)
+    # Max pooling's gradient goes to each window's largest element.
+    g = drx.jit(drx.grad(lambda a: drx.nn.max_pool(a, (2, 2), (2, 2), "VALID").sum()))(x)
+    want_g = np.zeros_like(x)
+    for b in range(2):
+        for i in range(3):
+            for j in range(2):
+                for c in range(3):
+                    win = x[b, 2 * i:2 * i + 2, 2 * j:2 * j + 2, c]
+                    k = np.unravel_index(np.argmax(win), win.shape)
+                    want_g[b, 2 * i + k[0], 2 * j + k[1], c] += 1
+    np.testing.assert_array_equal(g, want_g)
+    with pytest.raises(drx.Error, match="computation must be one of"):
+        drx.lax.reduce_window(x, None, "mul", (1, 2, 2, 1))

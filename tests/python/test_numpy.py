@@ -221,3 +221,36 @@ def test_errors_name_the_function_and_what_was_expected():
         dnp.sum(X, axis={0: 1})
     with pytest.raises(TypeError, match="drx.numpy.sum"):
         dnp.sum(X, axes=0)
+
+
+def test_prod_var_std_and_einsum_match_numpy():
+    for axis in (None, 0, 1, (0, 1)):
+        for keepdims in (False, True):
+            np.testing.assert_allclose(dnp.prod(P, axis=axis, keepdims=keepdims),
+                                       np.prod(P, axis=axis, keepdims=keepdims), rtol=1e-14)
+            for ddof in (0, 1):
+                np.testing.assert_allclose(dnp.var(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                                           np.var(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                                           rtol=1e-13)
+                np.testing.assert_allclose(dnp.std(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                                           np.std(X, axis=axis, ddof=ddof, keepdims=keepdims),
+                                           rtol=1e-13)
+    assert dnp.prod(np.array([True, True])).dtype == np.int64
+    assert dnp.var(I).dtype == np.float64
+    # prod's gradient at a zero is the product of the others.
+    np.testing.assert_array_equal(drx.jit(drx.grad(dnp.prod))(np.array([2.0, 0.0, 3.0, 4.0])),
+                                  [0.0, 24.0, 0.0, 0.0])
+    r = rng(9)
+    a, b, c = r.normal(size=(2, 3)), r.normal(size=(3, 4)), r.normal(size=(4, 5))
+    bat_a, bat_b = r.normal(size=(6, 2, 3)), r.normal(size=(6, 3, 4))
+    for spec, ops in [("ij,jk->ik", (a, b)), ("ij,jk", (a, b)), ("ij,jk,kl->il", (a, b, c)),
+                      ("...ij,...jk->...ik", (bat_a, bat_b)), ("nij,njk->nki", (bat_a, bat_b)),
+                      ("ij->ji", (a,)), ("ij->", (a,)), ("i,j->ij", (a[0], b[0])),
+                      ("ij,jk->k", (a, b))]:
+        want = np.einsum(spec, *ops)
+        for got in (dnp.einsum(spec, *ops), drx.jit(lambda *o, s=spec: dnp.einsum(s, *o))(*ops)):
+            assert got.shape == want.shape, spec
+            np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14, err_msg=spec)
+    assert dnp.einsum("ij,jk", a.astype(np.float32), b).dtype == np.float64  # promoted
+    with pytest.raises(drx.Error, match="einsum: 'ii->i'.*diagonal"):
+        dnp.einsum("ii->i", np.ones((3, 3)))
