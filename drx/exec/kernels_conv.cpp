@@ -46,6 +46,7 @@ class ConvKernel : public Kernel {
     T* O = f.out<T>(out_);
     const int64_t total = num_elements(g_.out);
     if (total == 0) return;
+    keep_blas_single_threaded();  // its bits are those of one-thread BLAS calls
     const std::vector<int64_t> ls = strides_of(g_.lhs), rs = strides_of(g_.rhs),
                                os = strides_of(g_.out);
     const int64_t I = g_.in_features, Og = g_.out_features_per_group, P = g_.positions,
