@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -68,8 +69,12 @@ drx::Array make_input(const drx::Type& t, Rng& rng) {
     for (int64_t i = 0; i < a.size(); ++i) {
       if constexpr (std::is_same_v<T, uint8_t>)
         p[i] = static_cast<uint8_t>(rng.next() & 1);
-      else
-        p[i] = static_cast<T>(pick_value(rng, std::is_floating_point_v<T>));
+      else if constexpr (std::is_floating_point_v<T>)
+        p[i] = static_cast<T>(pick_value(rng, true));
+      else  // the int32 extremes saturate in narrower integers: a cast out of range is UB
+        p[i] = static_cast<T>(std::clamp(pick_value(rng, false),
+                                         static_cast<double>(std::numeric_limits<T>::min()),
+                                         static_cast<double>(std::numeric_limits<T>::max())));
     }
   });
   return a;

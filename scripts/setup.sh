@@ -13,6 +13,7 @@ PACKAGES=(
   libbenchmark-dev      # bench/
   libopenblas-dev       # dense linear algebra (dot_general kernels)
   libdnnl-dev           # oneDNN: bf16 products (AVX512-BF16, AMX)
+  ocl-icd-opencl-dev    # oneDNN's CMake config asks for OpenCL (libdnnl-dev only recommends it)
   zlib1g-dev            # reading .gz datasets
   clang-format          # style check of the sources
   python3
