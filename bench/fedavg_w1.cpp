@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.h"
 #include "drx/drx.h"
 #include "drx/exec/profile.h"
 #include "drx/exec/thread_pool.h"
@@ -40,6 +41,10 @@
 #endif
 
 namespace {
+
+using drx::bench::cpu_seconds;
+using drx::bench::median;
+using drx::bench::seconds_since;
 
 using namespace w1;
 
@@ -126,24 +131,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-// This process's CPU time (all threads): on a shared, loaded machine it is
-// less disturbed by other processes than the wall clock.
-double cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // ---- the workload -----------------------------------------------------------

@@ -43,12 +43,17 @@
 #include <variant>
 #include <vector>
 
+#include "bench/timing.h"
 #include "drx/drx.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/thread_pool.h"
 #include "w1_model.h"
 
 namespace {
+
+using drx::bench::cpu_seconds;
+using drx::bench::median;
+using drx::bench::seconds_since;
 
 using namespace w1;
 
@@ -167,10 +172,6 @@ Options parse(int argc, char** argv) {
   }
   if (modes > 1) usage_error("give at most one of --first-call, --memory and --memory-table");
   return o;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 constexpr double kMiB = 1024.0 * 1024.0;

@@ -2,7 +2,8 @@
 """FedAvg on Fashion-MNIST in PyTorch with the hyperparameters of `drx fedavg`.
 
 The peer for issue 6: the same model (MLP 784-200-200-10, ReLU, He-normal
-weights, zero biases), data (pixels / 255, the same IID / Dirichlet(alpha) /
+weights, zero biases; or, with --model cnn, issue 34's CNN of McMahan et al.),
+data (pixels / 255, the same IID / Dirichlet(alpha) /
 shards partition schemes), client training (E epochs of batch B over each
 client's own data, a fresh shuffle per epoch, the partial last batch kept,
 SGD with PyTorch momentum), aggregation (the clients' deltas weighted by their
@@ -10,6 +11,16 @@ example counts) and server optimisers (fedavg, fedavgm, fedadam) as drx, from
 its own random streams. Prints one JSON line per evaluation and a final one:
 
   /usr/bin/python3 bench/torch_fedavg_fmnist.py --rounds 250 --partition iid
+  /usr/bin/python3 bench/torch_fedavg_fmnist.py --model cnn --client-lr 0.05 --rounds 20
+
+--model cnn (issue 34): each row reshaped to [B, 1, 28, 28] (NCHW); conv 5x5
+1->32, padding 2 (SAME), bias, ReLU, max-pool 2x2 stride 2; conv 5x5 32->64,
+padding 2, ReLU, max-pool 2x2; flatten (3136); dense 3136->512, ReLU; dense
+512->10 logits. He-normal weights N(0, 2 / fan_in) (fan_in = 25 * C_in for a
+conv, in_features for a dense layer), zero biases. --hidden is for the MLP only.
+--precision bf16 runs each client's forward pass (and loss) under
+torch.autocast("cpu", dtype=torch.bfloat16); parameters, gradients, the
+optimisers and evaluation stay f32.
 """
 import argparse
 import gzip
@@ -72,6 +83,22 @@ def mlp(hidden):
     return torch.nn.Sequential(*layers)
 
 
+def cnn():
+    """McMahan et al.'s CNN for 28x28 grey images (issue 34), on rows of 784 pixels."""
+    layers = [torch.nn.Unflatten(1, (1, 28, 28)),
+              torch.nn.Conv2d(1, 32, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2, 2),
+              torch.nn.Conv2d(32, 64, 5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(2, 2),
+              torch.nn.Flatten(),
+              torch.nn.Linear(64 * 7 * 7, 512), torch.nn.ReLU(),
+              torch.nn.Linear(512, 10)]
+    for layer in layers:
+        if isinstance(layer, (torch.nn.Conv2d, torch.nn.Linear)):
+            # fan_in mode: 25 * C_in for the convs, in_features for the dense layers.
+            torch.nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+            torch.nn.init.zeros_(layer.bias)
+    return torch.nn.Sequential(*layers)
+
+
 def local_train(model, server, x, y, args, gen):
     with torch.no_grad():
         for p, s in zip(model.parameters(), server):
@@ -84,20 +111,30 @@ def local_train(model, server, x, y, args, gen):
         for i in range(0, len(x), args.batch):
             b = order[i:i + args.batch]
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x[b]), y[b])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+                loss = loss_fn(model(x[b]), y[b])
             loss.backward()
             opt.step()
             losses.append(loss.item())
     return [p.detach().clone() for p in model.parameters()], float(np.mean(losses)) if losses else 0.0
 
 
-def evaluate(model, params, x, y):
+def evaluate(model, params, x, y, chunk=0):
+    """Test loss and accuracy, in f32. chunk > 0 runs the test set in pieces of that many
+    rows (the CNN's activations for 10000 images at once would take about 1 GB)."""
     with torch.no_grad():
         for p, s in zip(model.parameters(), params):
             p.copy_(s)
-        logits = model(x)
-        return (float(torch.nn.functional.cross_entropy(logits, y)),
-                float((logits.argmax(1) == y).float().mean()))
+        if chunk <= 0:
+            logits = model(x)
+            return (float(torch.nn.functional.cross_entropy(logits, y)),
+                    float((logits.argmax(1) == y).float().mean()))
+        loss_sum, correct = 0.0, 0
+        for i in range(0, len(x), chunk):
+            logits = model(x[i:i + chunk])
+            loss_sum += float(torch.nn.functional.cross_entropy(logits, y[i:i + chunk], reduction="sum"))
+            correct += int((logits.argmax(1) == y[i:i + chunk]).sum())
+        return loss_sum / len(x), correct / len(x)
 
 
 def main():
@@ -109,7 +146,10 @@ def main():
     ap.add_argument("--partition", choices=["iid", "dirichlet", "shards"], default="iid")
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--shards-per-client", type=int, default=2)
-    ap.add_argument("--hidden", default="200,200")
+    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--hidden", default=None, help="the MLP's hidden widths (default 200,200)")
+    ap.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                    help="bf16: clients' forward passes under torch.autocast (CPU, bfloat16)")
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--client-lr", type=float, default=0.1)
@@ -122,6 +162,10 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--max-examples", type=int, default=0, help="use the first N of each split")
     args = ap.parse_args()
+    if args.model == "cnn" and args.hidden is not None:
+        ap.error("--hidden sets the MLP's widths; it does not apply to --model cnn")
+    if args.hidden is None:
+        args.hidden = "200,200"
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -136,7 +180,10 @@ def main():
     parts = partition(y_train.numpy(), args, rng)
     sizes = np.array([len(p) for p in parts], dtype=np.float64)
 
-    model = mlp([int(h) for h in args.hidden.split(",")])
+    if args.model == "cnn":
+        model, eval_chunk = cnn(), 1000
+    else:
+        model, eval_chunk = mlp([int(h) for h in args.hidden.split(",")]), 0
     server = [p.detach().clone() for p in model.parameters()]
     state = {"m": [torch.zeros_like(p) for p in server], "v": [torch.zeros_like(p) for p in server]}
     start = time.perf_counter()
@@ -167,11 +214,12 @@ def main():
                 server = [s + args.server_lr * m / (v.sqrt() + 1e-3)
                           for s, m, v in zip(server, state["m"], state["v"])]
         if r % args.eval_every == 0 or r == args.rounds:
-            test_loss, acc = evaluate(model, server, x_test, y_test)
+            test_loss, acc = evaluate(model, server, x_test, y_test, eval_chunk)
             print(json.dumps({"peer": "torch-fedavg", "round": r, "train_loss": round(round_loss, 5),
                               "test_loss": round(test_loss, 5), "test_accuracy": round(acc, 5),
                               "elapsed_s": round(time.perf_counter() - start, 3)}), flush=True)
-    print(json.dumps({"peer": "torch-fedavg", "final": True, "partition": args.partition,
+    print(json.dumps({"peer": "torch-fedavg", "final": True, "model": args.model,
+                      "precision": args.precision, "partition": args.partition,
                       "alpha": args.alpha, "rounds": args.rounds, "test_accuracy": round(acc, 5),
                       "seconds": round(time.perf_counter() - start, 3),
                       "threads": torch.get_num_threads()}), flush=True)

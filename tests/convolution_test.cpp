@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -277,6 +278,52 @@ TEST(Conv, Bf16OperandsWithF32Result) {
     EXPECT_EQ(y.dtype(), DType::f32);
     EXPECT_TRUE(ArrayNear(y, to_doubles(want), 1e-6, 1e-6));
   }
+}
+
+// Every case with bf16 operands, compiled (oneDNN's product where it has a native kernel,
+// else widened to f32 for sgemm): f32 results to f32 accumulation, bf16 results rounded once.
+TEST(Conv, Bf16KernelOnEveryCase) {
+  for (const Case& k : cases()) {
+    SCOPED_TRACE(k.name);
+    const Array l = random_array(k.ls, DType::bf16, 1), r = random_array(k.rs, DType::bf16, 2);
+    const Array want = ref_conv(convert_array(l, DType::f64), convert_array(r, DType::f64), k.c);
+    ConvParams wide = k.c;
+    wide.preferred_element_type = DType::f32;
+    for (const ConvParams& c : {wide, k.c}) {
+      const Array y = run_fn(
+          [&](const std::vector<Value>& in) -> std::vector<Value> {
+            return {conv_of(in[0], in[1], c)};
+          },
+          {l, r}, true)[0];
+      EXPECT_EQ(y.dtype(), c.preferred_element_type ? DType::f32 : DType::bf16);
+      const double tol = c.preferred_element_type ? 1e-5 : 1e-2;
+      EXPECT_TRUE(ArrayNear(convert_array(y, DType::f64), to_doubles(want), tol, tol));
+    }
+  }
+}
+
+// The compiled kernel's tasks (a group and batch index each) may run on any thread: the bits
+// are the same on one thread as on several.
+TEST(Conv, KernelBitsDoNotDependOnTheThreadCount) {
+  const int before = num_threads();
+  for (DType dt : {DType::f32, DType::bf16}) {
+    const Array l = random_array({6, 8, 9, 4}, dt, 3), r = random_array({3, 3, 4, 5}, dt, 4);
+    ConvParams c = full({.padding = {{1, 1}, {1, 1}}, .dims = nhwc()}, 4);
+    if (dt == DType::bf16) c.preferred_element_type = DType::f32;
+    std::vector<Type> types{Type(dt, l.shape()), Type(dt, r.shape())};
+    const Executable exe = compile(trace_function(
+                                       [&](const std::vector<Value>& in) -> std::vector<Value> {
+                                         return {conv_of(in[0], in[1], c)};
+                                       },
+                                       types)
+                                       .program);
+    set_num_threads(1);
+    const Array one = exe.run({l, r})[0];
+    set_num_threads(3);
+    const Array three = exe.run({l, r})[0];
+    EXPECT_EQ(0, std::memcmp(one.raw(), three.raw(), one.nbytes())) << dtype_name(dt);
+  }
+  set_num_threads(before);
 }
 
 double inner(const Array& a, const Array& b) {

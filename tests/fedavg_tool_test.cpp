@@ -24,6 +24,7 @@
 #include "tools/fedavg/metrics.h"
 #include "tools/fedavg/options.h"
 #include "tools/fedavg/train.h"
+#include "tools/flags.h"
 
 namespace {
 
@@ -265,6 +266,7 @@ TEST_F(FedavgTool, HelpListsEveryFlag) {
                            "--partition",
                            "--alpha",
                            "--shards-per-client",
+                           "--model",
                            "--hidden",
                            "--epochs",
                            "--local-steps",
@@ -291,6 +293,14 @@ TEST_F(FedavgTool, HelpListsEveryFlag) {
                            "--mpi-timeout"})
     EXPECT_NE(help.out.find(std::string("  ") + flag + " "), std::string::npos) << flag;
   EXPECT_NE(cli({"help"}).out.find("  fedavg"), std::string::npos);
+  // The CNN's own defaults, from the Options a --model cnn run starts from.
+  const fa::Options cnn = fa::Options::defaults("cnn");
+  std::ostringstream cnn_line;
+  cnn_line << "cnn has its own defaults: --rounds " << cnn.rounds << ", --batch " << cnn.batch
+           << ", --client-lr " << drx::tool::flags::brief(cnn.client_lr) << "\n";
+  EXPECT_NE(help.out.find(cnn_line.str()), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("(default 32; cnn " + std::to_string(cnn.batch) + ")"), std::string::npos)
+      << help.out;
 }
 
 TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
@@ -309,6 +319,9 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
       {{"--partition", "zipf"}, "--partition expects one of iid|dirichlet|shards, got 'zipf'"},
       {{"--server-opt", "sgd"}, "--server-opt expects one of fedavg|fedavgm|fedadam"},
       {{"--hidden", "200,,10"}, "--hidden expects comma-separated layer sizes"},
+      {{"--model", "resnet"}, "--model expects one of mlp|cnn, got 'resnet'"},
+      {{"--model", "cnn", "--hidden", "10"},
+       "--hidden does nothing here: it applies only with --model mlp"},
       {{"--adam-beta2", "1"}, "--adam-beta2 expects a number >= 0 and < 1"},
       {{"--resume", "--overwrite"}, "--resume and --overwrite exclude each other"},
       {{"--seed", "-3"}, "--seed expects an integer in [0, 2^64)"},
@@ -351,6 +364,88 @@ TEST_F(FedavgTool, BadFlagsExitTwoNamingTheFlag) {
   o = fa::parse_options({"--mpi", "--mpi-timeout=2.5"});
   EXPECT_TRUE(o.mpi);
   EXPECT_EQ(o.mpi_timeout, 2.5);
+}
+
+TEST_F(FedavgTool, CnnHasItsOwnDefaultsAndRecordsTheModel) {
+  const fa::Options mlp = fa::parse_options({});
+  const fa::Options d = fa::Options::defaults("cnn");
+  EXPECT_EQ(mlp.model, "mlp");
+  EXPECT_EQ(mlp.rounds, fa::Options().rounds);
+  EXPECT_EQ(mlp.batch, fa::Options().batch);
+  EXPECT_EQ(mlp.client_lr, fa::Options().client_lr);
+  fa::Options o = fa::parse_options({"--model", "cnn"});
+  EXPECT_EQ(o.model, "cnn");
+  EXPECT_EQ(o.rounds, d.rounds);
+  EXPECT_EQ(o.batch, d.batch);
+  EXPECT_EQ(o.client_lr, d.client_lr);
+  // Given flags win over the model's defaults, in either order.
+  o = fa::parse_options({"--batch", "7", "--model=cnn", "--rounds", "3", "--client-lr", "0.2"});
+  EXPECT_EQ(o.batch, 7);
+  EXPECT_EQ(o.rounds, 3);
+  EXPECT_EQ(o.client_lr, 0.2);
+  // Checkpoints of CNN runs record the model (and no hidden sizes); the MLP's as before.
+  auto has = [](const fa::Options& o, const std::string& flag) {
+    for (const auto& [f, v] : fa::trajectory_fields(o))
+      if (f == flag) return v;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(has(o, "--model"), "cnn");
+  EXPECT_EQ(has(o, "--hidden"), "(none)");
+  EXPECT_EQ(has(mlp, "--model"), "(none)");
+  EXPECT_EQ(has(mlp, "--hidden"), "200,200");
+}
+
+TEST_F(FedavgTool, CnnTrainsResumesAndRefusesAnotherModel) {
+  const std::string data = synthetic_data(200, 100);
+  auto run = [&](const std::string& out, int64_t rounds, std::vector<std::string> more) {
+    std::vector<std::string> args = {"fedavg",
+                                     "--data",
+                                     data,
+                                     "--out",
+                                     out,
+                                     "--rounds",
+                                     std::to_string(rounds),
+                                     "--clients",
+                                     "6",
+                                     "--cohort",
+                                     "2",
+                                     "--batch",
+                                     "16",
+                                     "--eval-every",
+                                     "2",
+                                     "--checkpoint-every",
+                                     "1",
+                                     "--quiet"};
+    args.insert(args.end(), more.begin(), more.end());
+    return cli(args);
+  };
+  const std::vector<std::string> cnn = {"--model", "cnn"};
+  CliResult full = run(path("full"), 3, cnn);
+  ASSERT_EQ(full.code, 0) << full.err;
+  EXPECT_NE(full.out.find("fedavg: test accuracy "), std::string::npos) << full.out;
+  const drx::data::Checkpoint a = drx::data::read_checkpoint(path("full/checkpoint.bin"));
+  EXPECT_EQ(a.params.structure(),
+            "{conv0:{b:*,w:*},conv1:{b:*,w:*},dense0:{b:*,w:*},dense1:{b:*,w:*}}");
+  EXPECT_EQ(a.params["conv0"]["w"].array().shape(), (drx::Shape{5, 5, 1, 32}));
+  EXPECT_EQ(a.params["dense0"]["w"].array().shape(), (drx::Shape{3136, 512}));
+  // Interrupted after 2 rounds and resumed: bit for bit the uninterrupted run.
+  ASSERT_EQ(run(path("part"), 2, cnn).code, 0);
+  std::vector<std::string> resume = cnn;
+  resume.push_back("--resume");
+  CliResult resumed = run(path("part"), 3, resume);
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const drx::data::Checkpoint b = drx::data::read_checkpoint(path("part/checkpoint.bin"));
+  EXPECT_EQ(b.round, 3);
+  EXPECT_TRUE(same_tree(a.params, b.params));
+  // Resuming with the other model is refused, either way.
+  CliResult as_mlp = run(path("part"), 4, {"--resume"});
+  EXPECT_EQ(as_mlp.code, 1);
+  EXPECT_NE(as_mlp.err.find("cannot resume"), std::string::npos) << as_mlp.err;
+  ASSERT_EQ(run(path("mlp"), 1, {"--hidden", "8"}).code, 0);
+  CliResult as_cnn = run(path("mlp"), 2, resume);
+  EXPECT_EQ(as_cnn.code, 1);
+  EXPECT_NE(as_cnn.err.find("no --model but this run has --model cnn"), std::string::npos)
+      << as_cnn.err;
 }
 
 TEST_F(FedavgTool, BrokenDatasetIsAnErrorWithNoOutputs) {

@@ -14,6 +14,7 @@
 
 #include "drx/data/checkpoint.h"
 #include "drx/drx.h"
+#include "drx/transforms/simplify.h"
 #include "tests/brown_fixture.h"
 #include "tests/cli_util.h"
 #include "tools/lm/flops.h"
@@ -323,6 +324,89 @@ TEST(LmFlops, DotFlopsCountScansAndMapsExactly) {
   const drx::Program p =
       drx::trace(f, drx::Array(drx::f32, {5, 7}), drx::Array(drx::f32, {3, 4, 2, 5}));
   EXPECT_EQ(drx::tool::lm::dot_flops(p), 3.0 * 4 * 2 * 2 * 5 * 7);
+}
+
+// The number of conv_general_dilated equations in p (no sub-programs).
+int count_convs(const drx::Program& p) {
+  int n = 0;
+  for (const drx::Eqn& e : p.eqns) n += e.prim == &drx::prims::conv_general_dilated();
+  return n;
+}
+
+TEST(LmFlops, ConvolutionsCount2xOutputsxKernelInFeaturesxWindow) {
+  using drx::Value;
+  auto flops = [](auto f, const drx::Shape& xs, const drx::Shape& ws) {
+    const drx::Program p = drx::trace(f, drx::Array(drx::f32, xs), drx::Array(drx::f32, ws));
+    EXPECT_EQ(count_convs(p), 1);
+    return drx::tool::lm::dot_flops(p);
+  };
+  // Plain: x [2,3,6,7], w [4,3,3,3], VALID: y [2,4,4,5], each a sum of 3 x 3 x 3 products.
+  EXPECT_EQ(flops([](Value x, Value w) { return drx::conv(x, w, {}, "VALID"); }, {2, 3, 6, 7},
+                  {4, 3, 3, 3}),
+            2.0 * (2 * 4 * 4 * 5) * (3 * 3 * 3));
+  // The same in NHWC / HWIO: the dims are read from the dimension numbers.
+  drx::ConvParams nhwc;
+  nhwc.dims = {0, 3, {1, 2}, 3, 2, {0, 1}, 0, 3, {1, 2}};
+  EXPECT_EQ(flops([nhwc](Value x, Value w) { return drx::conv_general_dilated(x, w, nhwc); },
+                  {2, 6, 7, 3}, {3, 3, 3, 4}),
+            2.0 * (2 * 4 * 4 * 5) * (3 * 3 * 3));
+  // Two feature groups: x [2,4,5,5], w [6,2,3,3] (2 = 4 / 2 input features a group), SAME:
+  // y [2,6,5,5], each a sum of 2 x 3 x 3 products (padding included).
+  EXPECT_EQ(flops([](Value x, Value w) { return drx::conv(x, w, {}, "SAME", 2); }, {2, 4, 5, 5},
+                  {6, 2, 3, 3}),
+            2.0 * (2 * 6 * 5 * 5) * (2 * 3 * 3));
+  // Depthwise: x [1,3,6,6], w [6,1,3,3], 3 groups, VALID: y [1,6,4,4], 9 products each.
+  EXPECT_EQ(flops([](Value x, Value w) { return drx::conv(x, w, {}, "VALID", 3); }, {1, 3, 6, 6},
+                  {6, 1, 3, 3}),
+            2.0 * (1 * 6 * 4 * 4) * (1 * 3 * 3));
+  // Strided: x [1,3,9,8], w [5,3,3,2], strides (2, 3), VALID: y [1,5,4,3].
+  EXPECT_EQ(flops(
+                [](Value x, Value w) {
+                  return drx::conv(x, w, {2, 3}, "VALID");
+                },
+                {1, 3, 9, 8}, {5, 3, 3, 2}),
+            2.0 * (1 * 5 * 4 * 3) * (3 * 3 * 2));
+  // Batch groups: x [4,3,5,5], w [6,3,2,2], 2 batch groups: y [2,6,4,4] and the kernel's in
+  // feature dim is all of C.
+  drx::ConvParams bg;
+  bg.batch_group_count = 2;
+  EXPECT_EQ(flops([bg](Value x, Value w) { return drx::conv_general_dilated(x, w, bg); },
+                  {4, 3, 5, 5}, {6, 3, 2, 2}),
+            2.0 * (2 * 6 * 4 * 4) * (3 * 2 * 2));
+}
+
+TEST(LmFlops, ConvolutionUnderGradCountsItsTransposes) {
+  // y = conv(x, w) and its vjp: the cotangents of x and of w are convolutions too (of the
+  // cotangent with the flipped kernel, and of x with the cotangent). With SAME padding and
+  // stride 1 each has the forward's count: 2 x 2*4*6*7 x 3*3*3 (forward), 2 x 2*3*6*7 x 4*3*3
+  // (dx: x's elements, the cotangent's 4 features as the kernel's input features), 2 x 4*3*3*3
+  // x 2*6*7 (dw: w's elements, the batch and the output positions as the window). The
+  // programs are simplified first, as jit's (the round program's) are: the raw trace of vjp
+  // holds the forward convolution twice, and grad's an unused one.
+  using drx::Value;
+  const drx::Program p = drx::simplify(drx::trace(
+      [](Value x, Value w, Value u) -> std::vector<Value> {
+        auto [y, pullback] =
+            drx::vjp([](Value x, Value w) { return drx::conv(x, w, {}, "SAME"); }, {x, w});
+        const std::vector<drx::Tree> g = pullback(u);
+        return {y, g[0].value(), g[1].value()};
+      },
+      drx::Array(drx::f32, {2, 3, 6, 7}), drx::Array(drx::f32, {4, 3, 3, 3}),
+      drx::Array(drx::f32, {2, 4, 6, 7})));
+  EXPECT_EQ(count_convs(p), 3);
+  const double forward = 2.0 * (2 * 4 * 6 * 7) * (3 * 3 * 3);
+  EXPECT_EQ(drx::tool::lm::dot_flops(p), 3 * forward);
+  // VALID: dx is a full correlation over the cotangent padded by the window, counted with
+  // its padding: 2 x 2*3*6*7 x 4*3*3 rather than the forward's 2 x 2*4*4*5 x 3*3*3.
+  const drx::Program q = drx::simplify(drx::trace(
+      [](Value x, Value w) {
+        auto loss = [](Value x, Value w) { return drx::sum(drx::conv(x, w, {}, "VALID")); };
+        return drx::grad(loss, std::vector<int>{0, 1})(x, w);
+      },
+      drx::Array(drx::f32, {2, 3, 6, 7}), drx::Array(drx::f32, {4, 3, 3, 3})));
+  EXPECT_EQ(count_convs(q), 2);  // the forward convolution is not needed for the gradients
+  EXPECT_EQ(drx::tool::lm::dot_flops(q),
+            2.0 * (2 * 3 * 6 * 7) * (4 * 3 * 3) + 2.0 * (4 * 3 * 3 * 3) * (2 * 4 * 5));
 }
 
 }  // namespace

@@ -72,6 +72,35 @@ TEST(Profile, CountsEveryKernelByPrimitiveAndByEquation) {
 
 // The "by kind" table sums each kernel's time under what it does; a product fused with its
 // bias is a gemm though its equation is the add, and every equation line says its kind.
+// What the profile says of a program is also how a test learns which kernel an equation got:
+// bf16 convolutions (a product into f32, and their transposes into bf16 under grad) compile to
+// the convolution kernel, not to the reference loops.
+TEST(Profile, Bf16ConvolutionsRunOnTheConvolutionKernel) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("drx_profile_conv_" + std::to_string(::getpid())))
+          .string();
+  exec::profile::reset();
+  exec::profile::enable(path);
+  auto loss = [](Value x, Value w) {
+    ConvParams c;
+    c.padding = {{1, 1}, {1, 1}};
+    c.dims = ConvDimensionNumbers::channels_last(2);
+    c.preferred_element_type = DType::f32;
+    return sum(square(conv_general_dilated(astype(x, DType::bf16), astype(w, DType::bf16), c)));
+  };
+  const Array x = random_array({2, 6, 6, 3}, DType::f32, 1),
+              w = random_array({3, 3, 3, 4}, DType::f32, 2);
+  jit(grad(loss, std::vector<int>{0, 1}))(x, w);
+  exec::profile::disable();
+  exec::profile::write();
+  const std::string report = slurp(path);
+  EXPECT_TRUE(line_of(report, "by equation", "[interpreted] conv_general_dilated").empty())
+      << report;
+  EXPECT_FALSE(line_of(report, "by equation", "[gemm] conv_general_dilated").empty()) << report;
+  exec::profile::reset();
+  std::filesystem::remove(path);
+}
+
 TEST(Profile, KindsSumKernelsByWhatTheyDo) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("drx_profile_kind_" + std::to_string(::getpid())))

@@ -8,6 +8,7 @@
 
 #include "drx/exec/kernels.h"
 #include "drx/mapreduce/primitives.h"
+#include "drx/ops/convolution.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/cond.h"
 #include "drx/transforms/loops.h"
@@ -62,12 +63,14 @@ bool blind_to_values(const Primitive* p) {
   return std::find(std::begin(blind), std::end(blind), p) != std::end(blind);
 }
 
-// bf16 equations with kernels of their own: products, arithmetic, conversions from and to
-// f32, data movement, loops and maps. The others (f16 and the narrow integers throughout;
-// bf16 reductions and comparisons) run as the reference does (Primitive::evaluate, widened).
+// bf16 equations with kernels of their own: products (convolutions too), arithmetic, conversions
+// from and to f32, data movement, loops and maps. The others (f16 and the narrow integers
+// throughout; bf16 reductions and comparisons) run as the reference does (Primitive::evaluate,
+// widened).
 std::optional<KernelSpec> storage_format_kernel(const Eqn& e, const CompileContext& cx) {
   if (!storage_is_bf16(e, cx)) return std::nullopt;
   if (e.prim == &prims::dot_general()) return bf16_dot_general(e, cx);
+  if (e.prim == &prims::conv_general_dilated()) return table().at(e.prim)(e, cx);
   if (e.prim == &prims::convert()) return bf16_convert(e, cx);
   if (const ScalarKernel* k = e.prim->scalar_kernel())
     return k->predicate() ? std::nullopt : bf16_elementwise(e, cx);

@@ -18,6 +18,7 @@
 #include "drx/exec/kernels.h"
 #include "drx/exec/onednn.h"
 #include "drx/exec/profile.h"
+#include "drx/ops/convolution.h"
 #include "drx/ops/primitives.h"
 
 namespace drx::exec {
@@ -171,7 +172,9 @@ namespace {
 
 bool has_bf16_product(const Program& p) {
   for (const Eqn& e : p.eqns) {
-    if (e.prim == &prims::dot_general() && p.type_of(e.ins[0]).dtype == DType::bf16) return true;
+    if ((e.prim == &prims::dot_general() || e.prim == &prims::conv_general_dilated()) &&
+        p.type_of(e.ins[0]).dtype == DType::bf16)
+      return true;
     for (const auto& [key, attr] : e.params.items())
       if (const auto* sub = std::get_if<std::shared_ptr<const Program>>(&attr))
         if (*sub && has_bf16_product(**sub)) return true;

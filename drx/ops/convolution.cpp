@@ -584,6 +584,23 @@ DRX_PRIMITIVE_FAMILY(convolution) { registry.add(prims::conv_general_dilated());
 
 // ---- public ops ---------------------------------------------------------------------------------
 
+ConvDimensionNumbers ConvDimensionNumbers::channels_last(int64_t num_spatial) {
+  if (num_spatial < 0)
+    throw TypeError("ConvDimensionNumbers::channels_last: " + std::to_string(num_spatial) +
+                    " spatial dims (expected >= 0)");
+  ConvDimensionNumbers d;
+  d.lhs_batch = d.out_batch = 0;
+  d.lhs_feature = d.out_feature = num_spatial + 1;
+  d.rhs_in_feature = num_spatial;
+  d.rhs_out_feature = num_spatial + 1;
+  for (int64_t k = 0; k < num_spatial; ++k) {
+    d.lhs_spatial.push_back(k + 1);
+    d.out_spatial.push_back(k + 1);
+    d.rhs_spatial.push_back(k);
+  }
+  return d;
+}
+
 DRX_PUBLIC_OP("padtype_to_pads",
               "(in: vector<int64>, window: vector<int64>, strides: vector<int64>, padding: "
               "string) -> vector<pair<int64, int64>>",

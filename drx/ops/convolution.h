@@ -36,6 +36,10 @@ struct ConvDimensionNumbers {
   int64_t out_batch = 0, out_feature = 1;
   std::vector<int64_t> out_spatial = {};
   bool operator==(const ConvDimensionNumbers&) const = default;
+
+  // flax's and TensorFlow's layout: input and output (N, spatial..., C), kernel
+  // (spatial..., I, O) ("NHWC", "HWIO", "NHWC" in 2-D).
+  static ConvDimensionNumbers channels_last(int64_t num_spatial);
 };
 
 // Every attribute of StableHLO's convolution. In the public op, empty lists mean the
@@ -80,6 +84,23 @@ Value conv(const Value& lhs, const Value& rhs, const std::vector<int64_t>& strid
 Value conv(const Value& lhs, const Value& rhs, const std::vector<int64_t>& strides,
            const std::vector<std::pair<int64_t, int64_t>>& padding,
            int64_t feature_group_count = 1);
+
+// lax.conv_transpose: the gradient of a strided convolution with respect to its input, as a
+// convolution of lhs dilated by `strides`. Layouts default to channels-last (NHWC, HWIO, NHWC:
+// JAX's defaults for conv_transpose); padding "SAME" (the result is in * stride), "VALID"
+// (in * stride + max(window - stride, 0)) or (low, high) pairs applied to the dilated input;
+// empty rhs_dilation is 1s. transpose_kernel flips the kernel's spatial dims and swaps its
+// input and output feature dims, so a kernel of the forward convolution (O from I) can be
+// passed as it is and the result is exactly that convolution's input gradient.
+Value conv_transpose(const Value& lhs, const Value& rhs, const std::vector<int64_t>& strides,
+                     const std::string& padding, const std::vector<int64_t>& rhs_dilation = {},
+                     const std::optional<ConvDimensionNumbers>& dims = std::nullopt,
+                     bool transpose_kernel = false);
+Value conv_transpose(const Value& lhs, const Value& rhs, const std::vector<int64_t>& strides,
+                     const std::vector<std::pair<int64_t, int64_t>>& padding,
+                     const std::vector<int64_t>& rhs_dilation = {},
+                     const std::optional<ConvDimensionNumbers>& dims = std::nullopt,
+                     bool transpose_kernel = false);
 
 namespace prims {
 const Primitive& conv_general_dilated();

@@ -96,6 +96,53 @@ struct Geometry {
   }
 };
 
+// Whether the last axis passes straight through (window 1, stride 1, no padding or
+// dilation): outputs then come in runs along it, every window element of a run reading
+// consecutive operand elements, which the loops below fold a run at a time (in the same
+// order as for_each, so the bits are the same).
+inline bool inner_runs(const Geometry& g) {
+  if (g.in.empty() || g.window.back() != 1 || g.in.back() != g.out.back()) return false;
+  const std::vector<int64_t>& t = g.table.back();
+  for (int64_t o = 0; o < g.out.back(); ++o)
+    if (t[static_cast<size_t>(o)] != o) return false;
+  return true;
+}
+
+// f(first output flat index of the run, window flat index, operand flat index of the run's
+// first element or -1) over runs of g.out.back() outputs; requires inner_runs(g).
+template <class F>
+void for_each_run(const Geometry& g, F&& f) {
+  const size_t r = g.in.size() - 1;  // the axes outside the run
+  std::vector<int64_t> in_stride(r + 1, 1);
+  for (size_t d = r + 1; d-- > 1;) in_stride[d - 1] = in_stride[d] * g.in[d];
+  const int64_t inner = g.out.back();
+  int64_t runs = 1;
+  for (size_t d = 0; d < r; ++d) runs *= g.out[d];
+  if (runs == 0 || inner == 0 || g.window_count == 0) return;
+  std::vector<int64_t> o(r, 0), k(r, 0);
+  for (int64_t run = 0; run < runs; ++run) {
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t wi = 0; wi < g.window_count; ++wi) {
+      int64_t at = 0;
+      for (size_t d = 0; d < r && at >= 0; ++d) {
+        const int64_t i = g.table[d][static_cast<size_t>(o[d] * g.window[d] + k[d])];
+        at = i < 0 ? -1 : at + i * in_stride[d];
+      }
+      f(run * inner, wi, at);
+      for (size_t d = r; d-- > 0;)
+        if (++k[d] < g.window[d])
+          break;
+        else
+          k[d] = 0;
+    }
+    for (size_t d = r; d-- > 0;)
+      if (++o[d] < g.out[d])
+        break;
+      else
+        o[d] = 0;
+  }
+}
+
 // y[o] = the fold of x over output o's window, padding being the identity.
 // Sums accumulate as drx's sum does (double for floats, 64-bit integers).
 template <class T, ReduceKind K>
@@ -103,6 +150,23 @@ void reduce_window_loop(const T* x, T* y, const Geometry& g) {
   using Wide = std::conditional_t<std::is_unsigned_v<T>, uint64_t, int64_t>;
   using Acc = std::conditional_t<std::is_floating_point_v<T>, double,
                                  std::conditional_t<std::is_same_v<T, uint8_t>, T, Wide>>;
+  if (inner_runs(g)) {
+    // max and min are exact in T: the run folds in it, which vectorises.
+    using RunAcc = std::conditional_t<K == ReduceKind::sum, Acc, T>;
+    const int64_t inner = g.out.back();
+    std::vector<RunAcc> run(static_cast<size_t>(inner));
+    RunAcc* r = run.data();
+    for_each_run(g, [&](int64_t o0, int64_t wi, int64_t at) {
+      if (wi == 0) std::fill(run.begin(), run.end(), reduce_identity<T, RunAcc>(K));
+      if (at >= 0) {
+        const T* from = x + at;
+        for (int64_t c = 0; c < inner; ++c) reduce_fold<K>(r[c], static_cast<RunAcc>(from[c]));
+      }
+      if (wi == g.window_count - 1)
+        for (int64_t c = 0; c < inner; ++c) y[o0 + c] = static_cast<T>(r[c]);
+    });
+    if (g.window_count != 0) return;
+  }
   Acc acc = reduce_identity<T, Acc>(K);
   g.for_each([&](int64_t oi, int64_t wi, int64_t at) {
     if (wi == 0) acc = reduce_identity<T, Acc>(K);
@@ -134,6 +198,36 @@ bool selects(Select s, T a, T b) {
   return a < b;
 }
 
+// select_and_scatter_loop a run at a time (inner_runs(g); out already zero): each run keeps
+// its selected values beside their indices, and adds in the same order as the plain loop.
+template <Select S, class T>
+void select_and_scatter_runs(const T* operand, const T* source, T* out, const Geometry& g) {
+  const int64_t inner = g.out.back();
+  std::vector<int64_t> index(static_cast<size_t>(inner));
+  std::vector<T> value(static_cast<size_t>(inner));
+  int64_t* bi = index.data();
+  T* bv = value.data();
+  for_each_run(g, [&](int64_t o0, int64_t wi, int64_t at) {
+    if (wi == 0) std::fill(index.begin(), index.end(), int64_t{-1});
+    if (at >= 0) {
+      const T* from = operand + at;
+      for (int64_t c = 0; c < inner; ++c)
+        if (bi[c] < 0 || !selects(S, bv[c], from[c])) {
+          bv[c] = from[c];
+          bi[c] = at + c;
+        }
+    }
+    if (wi == g.window_count - 1)
+      for (int64_t c = 0; c < inner; ++c) {
+        if (bi[c] < 0) continue;
+        if constexpr (std::is_integral_v<T>)
+          out[bi[c]] = wrapping::add(out[bi[c]], source[o0 + c]);
+        else
+          out[bi[c]] = static_cast<T>(out[bi[c]] + source[o0 + c]);
+      }
+  });
+}
+
 // out (operand's shape) = 0, then source[o] added at the element each window o
 // selects: the first non-padding element, replaced by each later one c while
 // !select(current, c) (StableHLO's select_and_scatter with an add scatter).
@@ -141,6 +235,18 @@ template <class T>
 void select_and_scatter_loop(const T* operand, const T* source, T* out, int64_t n_operand,
                              const Geometry& g, Select s) {
   for (int64_t i = 0; i < n_operand; ++i) out[i] = T{0};
+  if (inner_runs(g)) {
+    switch (s) {
+      case Select::ge:
+        return select_and_scatter_runs<Select::ge>(operand, source, out, g);
+      case Select::gt:
+        return select_and_scatter_runs<Select::gt>(operand, source, out, g);
+      case Select::le:
+        return select_and_scatter_runs<Select::le>(operand, source, out, g);
+      case Select::lt:
+        return select_and_scatter_runs<Select::lt>(operand, source, out, g);
+    }
+  }
   int64_t best = -1;
   g.for_each([&](int64_t oi, int64_t wi, int64_t at) {
     if (wi == 0) best = -1;

@@ -26,6 +26,7 @@
 #include <string>
 #include <utility>
 
+#include "drx/nn/nn.h"
 #include "drx/nn/precision.h"
 #include "drx/optim/optimizers.h"
 #include "drx/optim/schedules.h"
@@ -109,6 +110,10 @@ struct RoundSpec {
   // f32 accumulation); parameters, updates and optimizer state stay in the params' dtype. A
   // policy that computes in its parameters' dtype (the default) leaves the round as written.
   nn::Policy policy;
+  // The classifier the clients train: its logits for a step's batch rows (x_all's rows,
+  // [batch, ...]) under `policy` (nn::Model). The MLP by default (params as nn::mlp_init);
+  // nn::Model::cnn() trains McMahan et al.'s CNN (params as nn::cnn_init).
+  nn::Model model = nn::Model::mlp();
 };
 
 // One federated round as a drx::program over the placement "clients":
@@ -123,8 +128,9 @@ struct RoundSpec {
 // The server divides by max(sum of weights, tiny). "loss" is the weighted mean over clients of each
 // client's mean cross-entropy over the (example, step) visits of the round, taken before each
 // step's update.
-// It is the generic round of drx/optim/federated_round.h with the MLP's masked loss, the mask's
-// sum as step weight and the gather as its per-client preparation.
+// It is the generic round of drx/optim/federated_round.h with the model's (spec.model, the MLP
+// by default) masked loss, the mask's sum as step weight and the gather as its per-client
+// preparation.
 using RoundFn = Function<Tree(Tree, Tree, Value, Value, Value, Value, Value)>;
 RoundFn fedavg_round(const RoundSpec& spec);
 
@@ -140,8 +146,9 @@ ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec);
 // Evaluation over shards (placement "clients", one shard per slot):
 //   (params, x_all, y_all, idx i32[shards, steps, batch] @clients, mask @clients)
 //   -> dict {"loss": [] mean cross-entropy over real examples, "accuracy": []}
-// in the params' dtype (0 and 0 when there are no real examples).
+// in the params' dtype (0 and 0 when there are no real examples), of `model`'s logits (the MLP
+// by default; computed in the params' dtype throughout).
 using EvalFn = Function<Tree(Tree, Value, Value, Value, Value)>;
-EvalFn evaluate_fn(int64_t shards);
+EvalFn evaluate_fn(int64_t shards, const nn::Model& model = nn::Model::mlp());
 
 }  // namespace drx::optim

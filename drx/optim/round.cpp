@@ -46,11 +46,6 @@ std::pair<int64_t, int64_t> check_data(const char* op, int64_t clients, const Va
   return {it.shape[1], it.shape[2]};
 }
 
-// The MLP's masked mean cross-entropy on one step's batch [x, y, mask].
-Value batch_loss(const Tree& p, const Tree& b) {
-  return nn::masked_mean_loss(nn::mlp_apply(p, b[0].value()), b[1].value(), b[2].value());
-}
-
 // A step's real examples: its mask's sum.
 Value step_examples(const Tree& b) { return sum(b[2].value()); }
 
@@ -73,6 +68,9 @@ void check_sgd(const RoundSpec& spec) {
     throw Error("fedavg_round: steps must be >= 0, got " + std::to_string(spec.steps));
   if (spec.batch < 1)
     throw Error("fedavg_round: batch must be >= 1, got " + std::to_string(spec.batch));
+  if (!spec.model.apply)
+    throw Error("fedavg_round: the RoundSpec's model '" + spec.model.name +
+                "' has no apply function (use nn::Model::mlp() or nn::Model::cnn())");
   if (spec.full_steps < 0 || spec.full_steps > spec.steps)
     throw Error("fedavg_round: full_steps must be in [0, steps = " + std::to_string(spec.steps) +
                 "], got " + std::to_string(spec.full_steps));
@@ -132,10 +130,18 @@ Tree dp_round_state(const Tree& server_state, double clip, const Array& key, DTy
 
 namespace {
 
+// The policy the model runs under in a round or evaluation of params of dtype dt: the spec's
+// where it computes in another dtype than its parameters' (bf16), else dt throughout (the model
+// as written, in the params' dtype).
+nn::Policy model_policy(const nn::Policy& policy, DType dt) {
+  return policy.compute != policy.param ? policy : nn::Policy{dt, dt, dt};
+}
+
 // The round once its inputs are checked, as a configuration of the generic round: each client
-// trains on batches that `prepare` makes from the shared inputs (broadcast) and its data.
-Tree round_core(const RoundSpec& spec, const Tree& params, const Tree& state, const Tree& shared,
-                const Tree& data, const Value& weights,
+// trains on batches that `prepare` makes from the shared inputs (broadcast) and its data, with
+// the model's masked mean cross-entropy on each step's batch [x, y, mask].
+Tree round_core(const RoundSpec& spec, DType dt, const Tree& params, const Tree& state,
+                const Tree& shared, const Tree& data, const Value& weights,
                 std::function<Tree(const Tree&, const Tree&)> prepare) {
   FederatedRoundSpec f;
   f.name = "fedavg_round";
@@ -143,12 +149,10 @@ Tree round_core(const RoundSpec& spec, const Tree& params, const Tree& state, co
   f.full_steps = spec.full_steps;
   f.prepare = std::move(prepare);
   f.dp = spec.dp;
-  LossFn loss = batch_loss;
-  if (spec.policy.compute != spec.policy.param)
-    loss = [policy = spec.policy](const Tree& p, const Tree& b) {
-      return nn::masked_mean_loss(nn::mlp_apply(p, b[0].value(), policy), b[1].value(),
-                                  b[2].value());
-    };
+  LossFn loss = [model = spec.model, policy = model_policy(spec.policy, dt)](const Tree& p,
+                                                                             const Tree& b) {
+    return nn::masked_mean_loss(model.apply(p, b[0].value(), policy), b[1].value(), b[2].value());
+  };
   return fedavg_round_body(loss, spec.client.transformation(), spec.server, spec.cohort, f, params,
                            state, Tree::dict({{"data", data}, {"weights", Tree(weights)}}), shared);
 }
@@ -185,7 +189,7 @@ RoundFn fedavg_round(const RoundSpec& spec) {
       Value flat_idx = reshape(ids, {ids.shape()[0] * ids.shape()[1]});
       return grid_batches(take(xy[0].value(), flat_idx, 0), take(xy[1].value(), flat_idx, 0), m);
     };
-    return round_core(spec, params, state, Tree::list({Tree(astype(x_all, dt)), Tree(y_all)}),
+    return round_core(spec, dt, params, state, Tree::list({Tree(astype(x_all, dt)), Tree(y_all)}),
                       Tree::list({Tree(idx), Tree(mask)}), weights, gather);
   };
   return program({{"clients", spec.cohort}}, round,
@@ -219,27 +223,30 @@ ClientDataRoundFn fedavg_round_on_client_data(const RoundSpec& spec) {
       const Value m = astype(data[2].value(), dt);
       return grid_batches(astype(data[0].value(), dt), data[1].value(), m);
     };
-    return round_core(spec, params, state, Tree(), Tree::list({Tree(x), Tree(y), Tree(mask)}),
+    return round_core(spec, dt, params, state, Tree(), Tree::list({Tree(x), Tree(y), Tree(mask)}),
                       weights, own_rows);
   };
   return program({{"clients", spec.cohort}}, round,
                  {"", "", "clients", "clients", "clients", "clients"});
 }
 
-DRX_PUBLIC_OP("optim::evaluate_fn", "(shards: int64) -> EvalFn",
-              "Loss and accuracy of an MLP over sharded data.");
-EvalFn evaluate_fn(int64_t shards) {
+DRX_PUBLIC_OP("optim::evaluate_fn", "(shards: int64, model: Model = Model::mlp()) -> EvalFn",
+              "Loss and accuracy of a classifier (the MLP by default) over sharded data.");
+EvalFn evaluate_fn(int64_t shards, const nn::Model& model) {
   if (shards < 1) throw Error("evaluate_fn: shards must be >= 1, got " + std::to_string(shards));
-  auto eval = [shards](Tree params, Value x_all, Value y_all, Value idx, Value mask) -> Tree {
+  if (!model.apply)
+    throw Error("evaluate_fn: the model '" + model.name + "' has no apply function");
+  auto eval = [shards, model](Tree params, Value x_all, Value y_all, Value idx,
+                              Value mask) -> Tree {
     DType dt;
     Tree p = param_values(params, "evaluate_fn", &dt);
     check_data("evaluate_fn", shards, x_all, y_all, idx, mask);
     Tree per_shard = map_fn(
-        [dt](Tree pk, Value xs, Value ys, Value idx_k, Value mask_k) -> Tree {
+        [dt, model](Tree pk, Value xs, Value ys, Value idx_k, Value mask_k) -> Tree {
           const int64_t n = idx_k.shape()[0] * idx_k.shape()[1];
           Value ids = reshape(idx_k, {n});
           Value m = reshape(astype(mask_k, dt), {n});
-          Value logits = nn::mlp_apply(pk, take(xs, ids, 0));
+          Value logits = model.apply(pk, take(xs, ids, 0), nn::Policy{dt, dt, dt});
           Value labels = take(ys, ids, 0);
           return Tree::dict({{"ce", sum(m * nn::softmax_cross_entropy(logits, labels))},
                              {"correct", sum(m * nn::correct(logits, labels))},

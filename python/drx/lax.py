@@ -529,6 +529,32 @@ def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_ty
                                 preferred_element_type=preferred_element_type)
 
 
+def _channels_last(ndim):
+    """conv_transpose's default layouts (JAX's): NHWC input and result, HWIO kernel."""
+    spatial = list(range(1, ndim - 1))
+    return [[0, ndim - 1] + spatial, [ndim - 1, ndim - 2] + list(range(ndim - 2)),
+            [0, ndim - 1] + spatial]
+
+
+@traced_function("lhs", "rhs")
+def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
+                   transpose_kernel=False, precision=None):
+    """jax.lax.conv_transpose: the input gradient of a strided convolution, as a convolution of
+    lhs dilated by ``strides``. dimension_numbers None means ("NHWC", "HWIO", "NHWC") (JAX's
+    default here, unlike conv_general_dilated's); padding "SAME" (the result is in * stride),
+    "VALID" or (low, high) pairs; transpose_kernel flips the kernel's spatial dims and swaps its
+    I and O, so a forward convolution's kernel gives exactly that convolution's input
+    gradient."""
+    del precision
+    a, b = _lax_operands(lhs, rhs)
+    dims = (_channels_last(a.ndim) if dimension_numbers is None
+            else _conv_dims(dimension_numbers, a.ndim))
+    pads = padding if isinstance(padding, str) else _pairs(padding, "drx.lax.conv_transpose")
+    return Tracer(_drx.conv_transpose(a._value, b._value, [int(s) for s in strides], pads,
+                                      [int(r) for r in (rhs_dilation or [])], dims,
+                                      bool(transpose_kernel)))
+
+
 # ---- windowed reductions -------------------------------------------------------------------
 _WINDOW_BODIES = {"add": "sum", "sum": "sum", "max": "max", "min": "min", "or": "any",
                   "any": "any", "and": "all", "all": "all"}

@@ -26,7 +26,8 @@ from ._api import jit
 from ._tracer import _FLOATS, Error, Tracer, as_value, dtype_name, is_python_scalar, promoted
 
 __all__ = [
-    "Init", "Policy", "TransformerConfig", "accuracy", "causal_attention", "correct", "dense",
+    "Init", "Policy", "TransformerConfig", "accuracy", "batch_norm", "batch_norm_stats",
+    "causal_attention", "cnn_apply", "cnn_init", "conv2d", "correct", "dense", "group_norm",
     "derive_init_seed", "dot_general", "embedding", "gelu", "init_array", "layer_norm",
     "avg_pool", "log_sigmoid", "log_softmax", "logsumexp", "masked_mean_loss", "matmul",
     "max_pool", "mlp_apply",
@@ -367,6 +368,69 @@ def layer_norm(x, scale, bias, eps=1e-5):
     return Tracer(_drx.nn_layer_norm(vx, vs, vb, eps))
 
 
+def conv2d(x, w, b, strides=None, padding="SAME", feature_group_count=1, policy=None):
+    """A 2-D convolution layer with bias in flax's layout: x [N, H, W, C], w [kh, kw,
+    C / feature_group_count, O], b [O] -> [N, H', W', O]; padding "SAME" (H' = ceil(H /
+    stride)) or "VALID"; strides None are 1s. Under ``policy``: the convolution on
+    compute-dtype operands into the output dtype."""
+    policy = _policy(policy)
+    stride = [_static_int(s, "strides", "conv2d") for s in (strides or ())]
+    groups = _static_int(feature_group_count, "feature_group_count", "conv2d")
+    if not isinstance(padding, str):
+        raise Error(f"conv2d: padding must be 'SAME' or 'VALID', got {padding!r}")
+    if not _drx.in_trace():
+        return _eager(("conv2d", tuple(stride), padding, groups, policy),
+                      lambda *a: conv2d(*a, stride, padding, groups, policy),
+                      (_array_arg(x), _array_arg(w), _array_arg(b)))
+    (vx, vw, vb), _ = _common(x, w, b)
+    return Tracer(_drx.nn_conv2d(vx, vw, vb, stride, padding, groups, _cpp_policy(policy)))
+
+
+def batch_norm_stats(features, dtype=np.float32):
+    """Running statistics for batch_norm to start from: {"mean": zeros, "var": ones} of
+    [features]."""
+    n = _static_int(features, "features", "batch_norm_stats")
+    if n < 0:
+        raise Error(f"batch_norm_stats: features must be >= 0, got {n}")
+    dt = np.dtype(dtype)
+    if dt.kind != "f":
+        raise Error(f"batch_norm_stats: dtype must be floating, got {dt}")
+    return {"mean": np.zeros(n, dt), "var": np.ones(n, dt)}
+
+
+def batch_norm(x, scale, bias, running, training, momentum=0.99, eps=1e-5):
+    """Batch normalisation over every axis but the last, as flax's BatchNorm, with its running
+    statistics as explicit state: returns (y, new_running), running and new_running dicts
+    {"mean", "var"} of [features]. training=True normalises by the batch's mean and population
+    variance and moves the running statistics: momentum * running + (1 - momentum) * batch;
+    training=False normalises by the running statistics and returns them unchanged."""
+    if not isinstance(running, dict) or set(running) != {"mean", "var"}:
+        raise Error("batch_norm: running must be a dict {'mean', 'var'} (batch_norm_stats), got "
+                    f"{running!r}")
+    training, momentum, eps = bool(training), float(momentum), float(eps)
+    if not _drx.in_trace():
+        return _eager(("batch_norm", training, momentum, eps),
+                      lambda xx, s, b, r: batch_norm(xx, s, b, r, training, momentum, eps),
+                      (_array_arg(x), _array_arg(scale), _array_arg(bias),
+                       {k: _array_arg(v) for k, v in running.items()}))
+    (vx, vs, vb, vm, vv), _ = _common(x, scale, bias, running["mean"], running["var"])
+    y, mean, var = _drx.nn_batch_norm(vx, vs, vb, vm, vv, training, momentum, eps)
+    return Tracer(y), {"mean": Tracer(mean), "var": Tracer(var)}
+
+
+def group_norm(x, num_groups, scale, bias, eps=1e-5):
+    """Group normalisation, as flax's GroupNorm: x [N, ..., C], C split into num_groups groups,
+    each example's group normalised over the spatial axes and the group's features; scale
+    and bias [C]."""
+    groups = _static_int(num_groups, "num_groups", "group_norm")
+    eps = float(eps)
+    if not _drx.in_trace():
+        return _eager(("group_norm", groups, eps), lambda *a: group_norm(a[0], groups, *a[1:], eps),
+                      (_array_arg(x), _array_arg(scale), _array_arg(bias)))
+    (vx, vs, vb), _ = _common(x, scale, bias)
+    return Tracer(_drx.nn_group_norm(vx, groups, vs, vb, eps))
+
+
 def embedding(table, ids):
     """Rows ``ids`` (an integer array of any shape) of ``table`` [vocabulary, dim]: an array of
     ids.shape + [dim] (flax's Embed); its gradient scatters into the table."""
@@ -439,6 +503,32 @@ def mlp_apply(params, x, policy=None):
     values, _ = _common(x, *leaves)
     p = tree_util.tree_unflatten(tree, values[1:])
     return Tracer(_drx.nn_mlp_apply(p, values[0], _cpp_policy(policy)))
+
+
+def cnn_init(height, width, channels, classes, seed, dtype=np.float32):
+    """Parameters of McMahan et al.'s CNN for images [height, width, channels]: a dict
+    {"conv0": {"b": [32], "w": [5, 5, channels, 32]}, "conv1": {"b": [64], "w": [5, 5, 32, 64]},
+    "dense0": {"b": [512], "w": [(height // 4) * (width // 4) * 64, 512]},
+    "dense1": {"b": [classes], "w": [512, classes]}} of NumPy arrays; He-normal weights (each
+    layer a stream derived from ``seed``, as mlp_init's), zero biases."""
+    dims = [_static_int(v, n, "cnn_init") for v, n in
+            ((height, "height"), (width, "width"), (channels, "channels"), (classes, "classes"))]
+    return _drx.nn_cnn_init(*dims, _seed(seed, "seed", "cnn_init"), _dtype(dtype, "cnn_init"))
+
+
+def cnn_apply(params, x, policy=None):
+    """McMahan et al.'s CNN of ``params`` (as cnn_init makes them) on x: images [B, H, W, C] or
+    rows [B, H * W * C] of square images. Two 5x5 SAME convolutions (32 and 64 channels) each
+    with ReLU and 2x2 max pooling, dense 512 with ReLU, dense to the logits. Under ``policy``
+    the convolutions and products run in its compute dtype."""
+    policy = _policy(policy)
+    if not _drx.in_trace():
+        return _eager(("cnn_apply", policy), lambda p, a: cnn_apply(p, a, policy),
+                      (params, _array_arg(x)))
+    leaves, tree = _param_leaves(params, "cnn_apply")
+    values, _ = _common(x, *leaves)
+    p = tree_util.tree_unflatten(tree, values[1:])
+    return Tracer(_drx.nn_cnn_apply(p, values[0], _cpp_policy(policy)))
 
 
 # ---- losses and metrics ---------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,29 @@ void bind_layers(py::module_& m) {
       op_doc("nn::dense").c_str());
   m.def("nn_layer_norm", &nn::layer_norm, py::arg("x"), py::arg("scale"), py::arg("bias"),
         py::arg("eps") = 1e-5, op_doc("nn::layer_norm").c_str());
+  m.def(
+      "nn_conv2d",
+      [](const Value& x, const Value& w, const Value& b, const std::vector<int64_t>& strides,
+         const std::string& padding, int64_t feature_group_count, const OptPolicy& policy) {
+        return policy ? nn::conv2d(x, w, b, strides, padding, *policy, feature_group_count)
+                      : nn::conv2d(x, w, b, strides, padding, feature_group_count);
+      },
+      py::arg("x"), py::arg("w"), py::arg("b"), py::arg("strides"), py::arg("padding"),
+      py::arg("feature_group_count") = 1, py::arg("policy") = py::none(),
+      op_doc("nn::conv2d").c_str());
+  m.def(
+      "nn_batch_norm",
+      [](const Value& x, const Value& scale, const Value& bias, const Value& mean, const Value& var,
+         bool training, double momentum, double eps) {
+        const nn::BatchNormOutput out =
+            nn::batch_norm(x, scale, bias, {mean, var}, training, momentum, eps);
+        return std::make_tuple(out.y, out.stats.mean, out.stats.var);
+      },
+      py::arg("x"), py::arg("scale"), py::arg("bias"), py::arg("mean"), py::arg("var"),
+      py::arg("training"), py::arg("momentum") = 0.99, py::arg("eps") = 1e-5,
+      op_doc("nn::batch_norm").c_str());
+  m.def("nn_group_norm", &nn::group_norm, py::arg("x"), py::arg("num_groups"), py::arg("scale"),
+        py::arg("bias"), py::arg("eps") = 1e-5, op_doc("nn::group_norm").c_str());
   m.def("nn_embedding", &nn::embedding, py::arg("table"), py::arg("ids"),
         op_doc("nn::embedding").c_str());
   m.def(
@@ -116,6 +140,14 @@ void bind_layers(py::module_& m) {
       },
       py::arg("params"), py::arg("x"), py::arg("policy") = py::none(),
       op_doc("nn::mlp_apply").c_str());
+  m.def(
+      "nn_cnn_apply",
+      [](py::handle params, const Value& x, const OptPolicy& policy) {
+        const Tree p = nested_to_tree(params, "cnn_apply", "");
+        return policy ? nn::cnn_apply(p, x, *policy) : nn::cnn_apply(p, x);
+      },
+      py::arg("params"), py::arg("x"), py::arg("policy") = py::none(),
+      op_doc("nn::cnn_apply").c_str());
   m.def(
       "nn_transformer_logits",
       [](const nn::TransformerConfig& c, py::handle params, const Value& ids) {
@@ -193,6 +225,20 @@ void bind_init(py::module_& m) {
       },
       py::arg("sizes"), py::arg("seed"), py::arg("weight_init") = "he_normal",
       py::arg("dtype") = "f32", op_doc("nn::mlp_init").c_str());
+  m.def(
+      "nn_cnn_init",
+      [](int64_t height, int64_t width, int64_t channels, int64_t classes, uint64_t seed,
+         const std::string& dtype) {
+        const DType dt = dtype_arg(dtype);
+        Tree t;
+        {
+          py::gil_scoped_release release;
+          t = nn::cnn_init(height, width, channels, classes, seed, dt);
+        }
+        return tree_to_nested(t, true);
+      },
+      py::arg("height"), py::arg("width"), py::arg("channels"), py::arg("classes"), py::arg("seed"),
+      py::arg("dtype") = "f32", op_doc("nn::cnn_init").c_str());
   m.def(
       "nn_transformer_init",
       [](const nn::TransformerConfig& c, uint64_t seed, const std::string& dtype) {

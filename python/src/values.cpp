@@ -3,6 +3,9 @@
 // NumPy's indexing; here each op is its C++ function.
 #include <pybind11/stl.h>
 
+#include <string>
+#include <variant>
+
 #include "drx/ops/op_table.h"
 #include "python/src/bindings.h"
 
@@ -191,35 +194,36 @@ void bind_values(py::module_& m) {
       py::arg("x"), py::arg("axes"), py::arg("keepdims") = false, py::arg("ddof") = 0,
       op_doc("std").c_str());
   m.def("einsum", &einsum, py::arg("subscripts"), py::arg("operands"), op_doc("einsum").c_str());
+  // (lhs, rhs, out) dimension numbers, each [batch or out-feature, feature, spatial...].
+  auto conv_dims = [](const char* op, const std::vector<std::vector<int64_t>>& dims) {
+    if (dims.size() != 3) throw Error(std::string(op) + ": dimension numbers must be three lists");
+    for (const auto& d : dims)
+      if (d.size() < 2)
+        throw Error(std::string(op) + ": each dimension-number list needs at least two entries");
+    ConvDimensionNumbers n;
+    n.lhs_batch = dims[0][0], n.lhs_feature = dims[0][1];
+    n.lhs_spatial.assign(dims[0].begin() + 2, dims[0].end());
+    n.rhs_out_feature = dims[1][0], n.rhs_in_feature = dims[1][1];
+    n.rhs_spatial.assign(dims[1].begin() + 2, dims[1].end());
+    n.out_batch = dims[2][0], n.out_feature = dims[2][1];
+    n.out_spatial.assign(dims[2].begin() + 2, dims[2].end());
+    return n;
+  };
   m.def(
       "conv_general_dilated",
-      [](const Value& lhs, const Value& rhs, std::vector<int64_t> window_strides,
-         std::vector<std::pair<int64_t, int64_t>> padding, std::vector<int64_t> lhs_dilation,
-         std::vector<int64_t> rhs_dilation, std::vector<int64_t> window_reversal,
-         std::optional<std::vector<std::vector<int64_t>>> dims, int64_t feature_group_count,
-         int64_t batch_group_count, std::optional<std::string> preferred) {
+      [conv_dims](
+          const Value& lhs, const Value& rhs, std::vector<int64_t> window_strides,
+          std::vector<std::pair<int64_t, int64_t>> padding, std::vector<int64_t> lhs_dilation,
+          std::vector<int64_t> rhs_dilation, std::vector<int64_t> window_reversal,
+          std::optional<std::vector<std::vector<int64_t>>> dims, int64_t feature_group_count,
+          int64_t batch_group_count, std::optional<std::string> preferred) {
         ConvParams c;
         c.window_strides = std::move(window_strides);
         c.padding = std::move(padding);
         c.lhs_dilation = std::move(lhs_dilation);
         c.rhs_dilation = std::move(rhs_dilation);
         c.window_reversal = std::move(window_reversal);
-        if (dims) {  // (lhs, rhs, out): each [batch or out-feature, feature, spatial...]
-          if (dims->size() != 3)
-            throw Error("conv_general_dilated: dimension numbers must be three lists");
-          for (const auto& d : *dims)
-            if (d.size() < 2)
-              throw Error(
-                  "conv_general_dilated: each dimension-number list needs at least two "
-                  "entries");
-          auto& n = c.dims;
-          n.lhs_batch = (*dims)[0][0], n.lhs_feature = (*dims)[0][1];
-          n.lhs_spatial.assign((*dims)[0].begin() + 2, (*dims)[0].end());
-          n.rhs_out_feature = (*dims)[1][0], n.rhs_in_feature = (*dims)[1][1];
-          n.rhs_spatial.assign((*dims)[1].begin() + 2, (*dims)[1].end());
-          n.out_batch = (*dims)[2][0], n.out_feature = (*dims)[2][1];
-          n.out_spatial.assign((*dims)[2].begin() + 2, (*dims)[2].end());
-        }
+        if (dims) c.dims = conv_dims("conv_general_dilated", *dims);
         c.feature_group_count = feature_group_count;
         c.batch_group_count = batch_group_count;
         if (preferred) c.preferred_element_type = dtype_arg(*preferred);
@@ -229,6 +233,23 @@ void bind_values(py::module_& m) {
       py::arg("lhs_dilation"), py::arg("rhs_dilation"), py::arg("window_reversal"), py::arg("dims"),
       py::arg("feature_group_count"), py::arg("batch_group_count"),
       py::arg("preferred_element_type"), op_doc("conv_general_dilated").c_str());
+  m.def(
+      "conv_transpose",
+      [conv_dims](
+          const Value& lhs, const Value& rhs, const std::vector<int64_t>& strides,
+          const std::variant<std::string, std::vector<std::pair<int64_t, int64_t>>>& padding,
+          const std::vector<int64_t>& rhs_dilation, const std::vector<std::vector<int64_t>>& dims,
+          bool transpose_kernel) {
+        const ConvDimensionNumbers d = conv_dims("conv_transpose", dims);
+        return std::visit(
+            [&](const auto& pad) {
+              return conv_transpose(lhs, rhs, strides, pad, rhs_dilation, d, transpose_kernel);
+            },
+            padding);
+      },
+      py::arg("lhs"), py::arg("rhs"), py::arg("strides"), py::arg("padding"),
+      py::arg("rhs_dilation"), py::arg("dims"), py::arg("transpose_kernel"),
+      op_doc("conv_transpose").c_str());
   auto window_config = [](std::vector<int64_t> dimensions, std::vector<int64_t> strides,
                           std::vector<std::pair<int64_t, int64_t>> padding,
                           std::vector<int64_t> base_dilation,

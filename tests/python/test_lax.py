@@ -301,3 +301,31 @@ def test_pooling_and_reduce_window_match_numpy():
     np.testing.assert_array_equal(g, want_g)
     with pytest.raises(drx.Error, match="computation must be one of"):
         drx.lax.reduce_window(x, None, "mul", (1, 2, 2, 1))
+
+
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2), (3, 2)])
+def test_conv_transpose_is_a_scatter_of_the_kernel(strides):
+    # transpose_kernel: each input element adds the kernel (its I features out, O in) times
+    # itself at its strided place: the VALID result has (n - 1) * s + k rows.
+    r = rng(15)
+    y, w = r.normal(size=(2, 3, 4, 5)), r.normal(size=(3, 2, 4, 5))  # NHWC, HWIO
+    sh, sw = strides
+    want = np.zeros((2, 2 * sh + 3, 3 * sw + 2, 4))
+    for i in range(3):
+        for j in range(4):
+            want[:, i * sh:i * sh + 3, j * sw:j * sw + 2] += np.einsum("bo,acio->baci", y[:, i, j], w)
+    got = drx.lax.conv_transpose(y, w, strides, "VALID", transpose_kernel=True)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # Without transpose_kernel the kernel is used as stored: flipped spatially, O and I as given.
+    w_io = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+    np.testing.assert_allclose(drx.lax.conv_transpose(y, w_io, strides, "VALID"), want,
+                               rtol=1e-12, atol=1e-12)
+    # NCHW layouts name the same computation.
+    nchw = drx.lax.conv_transpose(y.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), strides,
+                                  "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                                  transpose_kernel=True)
+    np.testing.assert_allclose(nchw, want.transpose(0, 3, 1, 2), rtol=1e-12, atol=1e-12)
+    assert drx.lax.conv_transpose(y, w, strides, "SAME", transpose_kernel=True).shape == \
+        (2, 3 * sh, 4 * sw, 4)
+    with pytest.raises(drx.Error, match="SAME or VALID"):
+        drx.lax.conv_transpose(y, w, strides, "FULL")

@@ -644,3 +644,77 @@ def test_every_cpp_nn_op_has_a_documented_python_name():
         assert callable(getattr(nn, name)), name
     for name in nn.__all__:
         assert getattr(nn, name).__doc__, name
+
+
+# ---- convolutional layers ------------------------------------------------------------------
+def np_conv2d(x, w, b, strides, pads, groups=1):
+    """NHWC x HWIO + b by loops, with explicit (low, high) pads."""
+    (pt, pb), (pl, pr) = pads
+    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    kh, kw, ci, o = w.shape
+    oh = (xp.shape[1] - kh) // strides[0] + 1
+    ow = (xp.shape[2] - kw) // strides[1] + 1
+    out = np.zeros((x.shape[0], oh, ow, o))
+    per = o // groups
+    for f in range(o):
+        g = f // per
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, i * strides[0]:i * strides[0] + kh, j * strides[1]:j * strides[1] + kw,
+                           g * ci:(g + 1) * ci]
+                out[:, i, j, f] = np.einsum("bhwc,hwc->b", patch, w[..., f]) + b[f]
+    return out
+
+
+def test_conv2d_matches_numpy_loops():
+    r = rng(40)
+    x, w, b = r.normal(size=(2, 5, 6, 4)), r.normal(size=(3, 2, 4, 3)), r.normal(size=3)
+    np.testing.assert_allclose(nn.conv2d(x, w, b, (2, 1)),  # SAME by default
+                               np_conv2d(x, w, b, (2, 1), ((1, 1), (0, 1))), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(nn.conv2d(x, w, b, padding="VALID"),
+                               np_conv2d(x, w, b, (1, 1), ((0, 0), (0, 0))), rtol=1e-12, atol=1e-12)
+    wg, bg = r.normal(size=(3, 3, 2, 4)), r.normal(size=4)
+    np.testing.assert_allclose(nn.conv2d(x, wg, bg, feature_group_count=2),
+                               np_conv2d(x, wg, bg, (1, 1), ((1, 1), (1, 1)), groups=2),
+                               rtol=1e-12, atol=1e-12)
+    xf, wf, bf = (a.astype(np.float32) for a in (x, w, b))
+    got = nn.conv2d(xf, wf, bf, policy="bf16")
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np_conv2d(x, w, b, (1, 1), ((1, 1), (0, 1))), rtol=0.05,
+                               atol=0.05)
+    with pytest.raises(drx.Error, match="conv2d"):
+        nn.conv2d(x[0], w, b)
+
+
+def test_batch_norm_training_and_evaluation():
+    r = rng(41)
+    x, scale, bias = r.normal(size=(4, 3, 2, 5)) * 2 + 1, r.normal(size=5), r.normal(size=5)
+    running = nn.batch_norm_stats(5, np.float64)
+    np.testing.assert_array_equal(running["var"], np.ones(5))
+    y, new = nn.batch_norm(x, scale, bias, running, training=True, momentum=0.9)
+    mean, var = x.mean(axis=(0, 1, 2)), x.var(axis=(0, 1, 2))
+    np.testing.assert_allclose(y, (x - mean) / np.sqrt(var + 1e-5) * scale + bias, rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(new["mean"], 0.1 * mean, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(new["var"], 0.9 + 0.1 * var, rtol=1e-13)
+    y_eval, same = nn.batch_norm(x, scale, bias, new, training=False)
+    np.testing.assert_allclose(y_eval, (x - new["mean"]) / np.sqrt(new["var"] + 1e-5) * scale +
+                               bias, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(same["mean"], new["mean"])
+    # Inside a jitted training step, the state threads through as any pytree.
+    step = drx.jit(lambda a, s: nn.batch_norm(a, scale, bias, s, True, 0.9))
+    _, s1 = step(x, running)
+    np.testing.assert_allclose(s1["var"], new["var"], rtol=1e-14)
+    with pytest.raises(drx.Error, match="running must be a dict"):
+        nn.batch_norm(x, scale, bias, (running["mean"], running["var"]), True)
+
+
+def test_group_norm_matches_numpy():
+    r = rng(42)
+    x, scale, bias = r.normal(size=(2, 3, 4, 6)), r.normal(size=6), r.normal(size=6)
+    g = x.reshape(2, 3, 4, 3, 2)
+    mean, var = g.mean(axis=(1, 2, 4), keepdims=True), g.var(axis=(1, 2, 4), keepdims=True)
+    want = ((g - mean) / np.sqrt(var + 1e-5)).reshape(x.shape) * scale + bias
+    np.testing.assert_allclose(nn.group_norm(x, 3, scale, bias), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(drx.Error, match="num_groups 4"):
+        nn.group_norm(x, 4, scale, bias)

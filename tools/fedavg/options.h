@@ -12,6 +12,9 @@ namespace drx::tool::fedavg {
 // The shared flag groups (tools/training/run_flags.h) and drx fedavg's own.
 struct Options : training::RunFlags, training::ServerFlags {
   Options();
+  // The defaults of a run of `model` ("mlp": Options()'s; "cnn": its own --rounds, --batch
+  // and --client-lr), which parse_options starts from where those flags are not given.
+  static Options defaults(const std::string& model);
   int64_t max_examples = 0;  // 0: every example; else the first N of each split
   // Population and partition.
   int64_t clients = 100;
@@ -20,7 +23,8 @@ struct Options : training::RunFlags, training::ServerFlags {
   double alpha = 0.5;             // dirichlet
   int64_t shards_per_client = 2;  // shards
   // Model.
-  std::vector<int64_t> hidden = {200, 200};
+  std::string model = "mlp";                 // mlp | cnn (McMahan et al.'s CNN, nn::cnn_apply)
+  std::vector<int64_t> hidden = {200, 200};  // mlp
   // Local training: `epochs` passes over each client's data, or exactly `local_steps` steps.
   int64_t epochs = 1;
   int64_t local_steps = 0;  // > 0 replaces epochs

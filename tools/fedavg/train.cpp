@@ -110,8 +110,8 @@ class PrivacyLedger {
 
 std::string run_title(const Options& o) {
   std::ostringstream os;
-  os << "drx fedavg: " << o.partition << ", " << o.clients << " clients, cohort " << o.cohort
-     << ", server " << o.server_opt;
+  os << "drx fedavg: " << (o.model == "mlp" ? "" : o.model + ", ") << o.partition << ", "
+     << o.clients << " clients, cohort " << o.cohort << ", server " << o.server_opt;
   return os.str();
 }
 
@@ -167,11 +167,25 @@ std::vector<int64_t> layer_sizes(const Options& o, const data::Dataset& train) {
   return sizes;
 }
 
+// The CNN's parameters for the training images (square, one channel: Fashion-MNIST's 28x28).
+Tree cnn_params(const data::Dataset& train, uint64_t seed) {
+  const int64_t pixels = train.images.size() / std::max<int64_t>(train.size(), 1);
+  int64_t side = 0;
+  while ((side + 1) * (side + 1) <= pixels) ++side;
+  if (side * side != pixels)
+    throw Error(
+        "fedavg: --model cnn needs square one-channel images, but the training images have " +
+        std::to_string(pixels) + " pixels");
+  return nn::cnn_init(side, side, 1, data::kFashionMnistClasses, seed);
+}
+
 // A fresh model and server state (of a checkpoint being resumed too: its shapes are checked
 // against them).
 TrainState initial_state(const Options& o, const Inputs& in, const optim::ServerOptimizer& server) {
   TrainState s;
-  s.params = nn::mlp_init(layer_sizes(o, in.train), data::derive_seed(o.seed, kInitStream));
+  const uint64_t seed = data::derive_seed(o.seed, kInitStream);
+  s.params =
+      o.model == "cnn" ? cnn_params(in.train, seed) : nn::mlp_init(layer_sizes(o, in.train), seed);
   s.state = server.init(s.params);
   if (o.dp())
     s.state = optim::dp_round_state(
@@ -279,6 +293,7 @@ class RoundTrainer {
     spec.batch = o_.batch;
     spec.full_steps = full_steps;
     spec.policy = nn::Policy::named(o_.precision);
+    spec.model = nn::Model::named(o_.model);
     return spec;
   }
 
@@ -304,7 +319,7 @@ class Evaluator {
         shards_(training::eval_shards(o.devices)),
         grid_(data::eval_batches(test.size(), shards_,
                                  std::max<int64_t>(1, (test.size() + shards_ - 1) / shards_))),
-        fn_(jit(optim::evaluate_fn(shards_))) {}
+        fn_(jit(optim::evaluate_fn(shards_, nn::Model::named(o.model)))) {}
 
   TestResult operator()(const Tree& params) {
     Tree e = fn_(params, test_.images, test_.labels, grid_.idx, grid_.mask);

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "drx/mapreduce/primitives.h"
+#include "drx/ops/convolution.h"
 #include "drx/ops/dot_general_params.h"
 #include "drx/ops/primitives.h"
 #include "drx/transforms/loops.h"
@@ -22,6 +23,19 @@ double dot_flops(const Program& program) {
         contracted *= static_cast<double>(lhs.shape[static_cast<size_t>(d)]);
       const Type& out = program.var_types[static_cast<size_t>(e.outs[0])];
       total += 2.0 * static_cast<double>(num_elements(out.shape)) * contracted;
+      continue;
+    }
+    if (e.prim == &prims::conv_general_dilated()) {
+      // Each result element is a sum over the kernel's input features (already C / feature
+      // groups; batch groups split only the output features) and its window: 2 flops a
+      // kernel element, the window's padding and the dilated input's holes included.
+      const ConvDimensionNumbers d = ConvParams::of(e).dims;
+      const Type& rhs = program.var_types[static_cast<size_t>(e.ins[1])];
+      double window = static_cast<double>(rhs.shape[static_cast<size_t>(d.rhs_in_feature)]);
+      for (int64_t s : d.rhs_spatial)
+        window *= static_cast<double>(rhs.shape[static_cast<size_t>(s)]);
+      const Type& out = program.var_types[static_cast<size_t>(e.outs[0])];
+      total += 2.0 * static_cast<double>(num_elements(out.shape)) * window;
       continue;
     }
     double times = 1, sub = 0;

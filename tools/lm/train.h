@@ -18,7 +18,7 @@ struct RunSummary : training::RunOutcome {
   int64_t parameters = 0;
   double tokens_per_round = 0;
   double flops_6nt = 0;    // 6 x parameters x tokens per round
-  double flops_exact = 0;  // of the round program's dot_generals
+  double flops_exact = 0;  // of the round program's dot_generals and convolutions
 };
 
 // Trains as `o` says; progress to `progress`, the summary line to `out`. Throws drx::Error for
