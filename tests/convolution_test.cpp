@@ -307,7 +307,8 @@ TEST(Conv, Bf16KernelOnEveryCase) {
 TEST(Conv, KernelBitsDoNotDependOnTheThreadCount) {
   const int before = num_threads();
   for (DType dt : {DType::f32, DType::bf16}) {
-    const Array l = random_array({6, 8, 9, 4}, dt, 3), r = random_array({3, 3, 4, 5}, dt, 4);
+    // 40 images of 32 x 32 x 16: three tasks of up to 14 images each (2^21 im2col elements).
+    const Array l = random_array({40, 32, 32, 16}, dt, 3), r = random_array({3, 3, 16, 5}, dt, 4);
     ConvParams c = full({.padding = {{1, 1}, {1, 1}}, .dims = nhwc()}, 4);
     if (dt == DType::bf16) c.preferred_element_type = DType::f32;
     std::vector<Type> types{Type(dt, l.shape()), Type(dt, r.shape())};
