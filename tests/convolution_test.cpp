@@ -10,11 +10,14 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "drx/core/trace.h"
 #include "drx/drx.h"
+#include "drx/exec/kernels_conv.h"
+#include "drx/exec/onednn.h"
 #include "tests/test_util.h"
 
 namespace drx::testing {
@@ -195,6 +198,13 @@ std::vector<Case> cases() {
       {.window_strides = {1, 2, 1},
        .padding = {{0, 1}, {1, 0}, {-1, 1}},
        .window_reversal = {0, 1, 1}});
+  // Windows larger than the output, as the weight gradients the vjp emits: oneDNN's
+  // backward-weights convolution with batch and features swapped (the CNN's layout, and NCHW
+  // with strides, rhs dilation and right padding the output does not reach).
+  add("weight_gradient", {3, 6, 6, 4}, {3, 6, 6, 5},
+      {.padding = {{2, 2}, {2, 2}}, .dims = {3, 0, {1, 2}, 3, 0, {1, 2}, 2, 3, {0, 1}}});
+  add("weight_gradient_strided", {2, 3, 10, 10}, {4, 3, 5, 5},
+      {.window_strides = {2, 1}, .padding = {{1, 1}, {0, 2}}, .rhs_dilation = {1, 2}});
   add("every_attribute", {4, 4, 5, 3}, {4, 2, 2, 2},
       {.window_strides = {2, 1},
        .padding = {{1, -1}, {2, 0}},
@@ -228,6 +238,103 @@ TEST(Conv, InterpreterAndKernelMatchTheFloat64Reference) {
     EXPECT_EQ(i32.dtype(), DType::f32);
     EXPECT_TRUE(ArrayNear(c32, to_doubles(i32), 1e-5, 1e-5));
     EXPECT_TRUE(ArrayNear(i32, to_doubles(want), 1e-5, 1e-5));
+  }
+}
+
+// The cpu backend's kernel for each convolution of `p` (in program order).
+std::vector<std::string> routes_of(const Program& p) {
+  std::vector<std::string> v;
+  for (const Eqn& e : p.eqns)
+    if (e.prim == &prims::conv_general_dilated())
+      v.push_back(exec::conv_kernel_route(ConvParams::of(e), p.type_of(e.ins[0]),
+                                          p.type_of(e.ins[1]), p.type_of(e.outs[0])));
+  return v;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// f32 convolutions run on oneDNN's forward or backward-weights convolution wherever oneDNN can
+// state them (so the other tests here check its results), on drx's im2col + gemm otherwise.
+TEST(Conv, EachCaseRunsOnTheKernelItsAttributesAllow) {
+  if (!exec::onednn::available()) {
+    std::printf("[ SKIPPED  ] built without oneDNN: convolutions run on im2col + gemm\n");
+    GTEST_SKIP();
+  }
+  const std::map<std::string, std::string> want = {
+      {"plain2d", "oneDNN forward"},
+      {"strides", "oneDNN"},
+      {"odd_padding", "oneDNN forward"},
+      {"negative_padding", "im2col"},
+      {"lhs_dilation", "im2col"},
+      {"rhs_dilation", "oneDNN forward"},
+      {"reversal", "oneDNN forward"},
+      {"nhwc_hwio", "oneDNN forward"},
+      {"odd_layout", "oneDNN forward"},
+      {"feature_groups", "oneDNN forward"},
+      {"depthwise", "oneDNN forward"},
+      {"batch_groups", "im2col"},
+      {"conv1d", "im2col"},
+      {"conv3d", "im2col"},
+      {"weight_gradient", "oneDNN weight gradient"},
+      {"weight_gradient_strided", "oneDNN weight gradient"},
+      {"every_attribute", "im2col"}};
+  for (const Case& k : cases()) {
+    SCOPED_TRACE(k.name);
+    const Program p = trace_function(
+                          [&](const std::vector<Value>& in) -> std::vector<Value> {
+                            return {conv_of(in[0], in[1], k.c)};
+                          },
+                          {Type(DType::f32, k.ls), Type(DType::f32, k.rs)})
+                          .program;
+    const std::vector<std::string> r = routes_of(p);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_TRUE(starts_with(r[0], want.at(k.name))) << r[0];
+    EXPECT_EQ(r[0].find("ref"), std::string::npos) << r[0];
+  }
+}
+
+// The CNN layer's three convolutions (forward, input gradient, weight gradient; NHWC, HWIO,
+// SAME) run on oneDNN, f32 and bf16, and agree with float64.
+TEST(Conv, TheCnnLayersGradientRunsOnOnednn) {
+  for (DType dt : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    ConvParams c = full({.padding = {{2, 2}, {2, 2}}, .dims = nhwc()}, 4);
+    if (dt == DType::bf16) c.preferred_element_type = DType::f32;
+    auto loss = [c, dt](Value x, Value w, Value ct) {
+      return sum(conv_of(astype(x, dt), astype(w, dt), c) * ct);
+    };
+    const Shape xs{4, 7, 7, 6}, ws{5, 5, 6, 8}, ys{4, 7, 7, 8};
+    const Program g =
+        simplify(trace(grad(loss, std::vector<int>{0, 1}),
+                       {Type(DType::f32, xs), Type(DType::f32, ws), Type(DType::f32, ys)}));
+    const std::vector<std::string> r = routes_of(g);
+    ASSERT_EQ(r.size(), 2u);  // the input and weight gradients (the forward value is unused)
+    const bool native_bf16 =
+        exec::onednn::isa() == "avx512_core_bf16" || exec::onednn::isa() == "avx512_core_amx";
+    if (exec::onednn::available() && (dt == DType::f32 || native_bf16)) {
+      EXPECT_TRUE(starts_with(r[0], "oneDNN forward") || starts_with(r[1], "oneDNN forward"))
+          << r[0] << "; " << r[1];
+      EXPECT_TRUE(starts_with(r[0], "oneDNN weight gradient") ||
+                  starts_with(r[1], "oneDNN weight gradient"))
+          << r[0] << "; " << r[1];
+    }
+    // Operands exact in dt, so that float64 sees the same numbers.
+    const Array x = convert_array(random_array(xs, dt, 11), DType::f32),
+                w = convert_array(random_array(ws, dt, 12), DType::f32),
+                ct = convert_array(random_array(ys, dt, 13), DType::f32);
+    const std::vector<Array> got = compile(g).run({x, w, ct});
+    // float64: drx's im2col kernel in f64.
+    ConvParams c64 = c;
+    c64.preferred_element_type = std::nullopt;
+    auto loss64 = [c64](Value x, Value w, Value ct) { return sum(conv_of(x, w, c64) * ct); };
+    const std::vector<Array> want = jit(grad(loss64, std::vector<int>{0, 1}))(
+        convert_array(x, DType::f64), convert_array(w, DType::f64), convert_array(ct, DType::f64));
+    // bf16: the gradients are bf16 products, rounded once to bf16.
+    const double tol = dt == DType::f32 ? 1e-4 : 1e-2;
+    for (size_t i = 0; i < 2; ++i)
+      EXPECT_TRUE(ArrayNear(got[i], to_doubles(want[i]), tol, tol)) << "gradient " << i;
   }
 }
 
@@ -302,13 +409,15 @@ TEST(Conv, Bf16KernelOnEveryCase) {
   }
 }
 
-// The compiled kernel's tasks (a group and batch index each) may run on any thread: the bits
-// are the same on one thread as on several.
+// The compiled kernels' tasks (chunks of batch indices, and groups) may run on any thread: the
+// bits are the same on one thread as on several.
 TEST(Conv, KernelBitsDoNotDependOnTheThreadCount) {
   const int before = num_threads();
-  for (DType dt : {DType::f32, DType::bf16}) {
-    // 40 images of 32 x 32 x 16: three tasks of up to 14 images each (2^21 im2col elements).
-    const Array l = random_array({40, 32, 32, 16}, dt, 3), r = random_array({3, 3, 16, 5}, dt, 4);
+  for (DType dt : {DType::f32, DType::bf16, DType::f64}) {
+    // 40 images of 32 x 32 x 32: oneDNN's forward convolution in three tasks of up to 14
+    // images (2^28 flops each); f64 (and builds without oneDNN) on im2col, six tasks of up to
+    // 7 images (2^21 im2col elements each).
+    const Array l = random_array({40, 32, 32, 32}, dt, 3), r = random_array({3, 3, 32, 32}, dt, 4);
     ConvParams c = full({.padding = {{1, 1}, {1, 1}}, .dims = nhwc()}, 4);
     if (dt == DType::bf16) c.preferred_element_type = DType::f32;
     std::vector<Type> types{Type(dt, l.shape()), Type(dt, r.shape())};

@@ -126,9 +126,9 @@ Executable compile(const Program& program, const Mesh& mesh = Mesh(),
                    const CompileOptions& options = {});
 
 // What, besides the program, decides the bits the "cpu" backend computes it to, and so what
-// the processes of a mesh must agree on: "" for most programs; for one with bf16 products,
-// their kernel (oneDNN's version and instruction set, or drx's own loops), as kernels round
-// differently.
+// the processes of a mesh must agree on: "" for most programs; for one with bf16 products or
+// f32 or bf16 convolutions, their kernel (oneDNN's version and instruction set, or drx's own
+// loops), as kernels round differently.
 std::string kernel_fingerprint(const Program& program);
 
 // A backend: compiles programs (already simplified when options.simplify

@@ -1,4 +1,6 @@
-// conv_general_dilated as im2col + gemm: for each output batch index and group, the windows
+// conv_general_dilated as im2col + gemm, for the convolutions oneDNN does not run
+// (kernels_conv_onednn.cpp): f64, lhs dilation, batch groups, negative padding, builds without
+// oneDNN. For each output batch index and group, the windows
 // the output positions read are laid out as the rows of a [positions, in features x window]
 // matrix (zeros where a window reaches padding or the holes of lhs dilation), multiplied by the
 // group's kernel packed as [in features x window, out features] (window reversal applied while
@@ -10,6 +12,8 @@
 // (exactly) for sgemm, both accumulating in f32, which is part of the bf16 kernel fingerprint.
 // Like dot_general's kernel, the products reassociate: results agree with the reference
 // (double accumulation) to float rounding. Other dtypes run on the reference loop.
+#include "drx/exec/kernels_conv.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -29,13 +33,6 @@
 
 namespace drx::exec {
 namespace {
-
-struct ConvGeometry {
-  ConvParams c;
-  Shape lhs, rhs, out;
-  int64_t groups = 1, out_batch = 1, in_features = 1, out_features_per_group = 1;
-  int64_t positions = 1, window = 1;  // output spatial positions, window elements
-};
 
 // Output batch indices per task: as many as keep its im2col matrix near 2^21 elements (at
 // least one), so a product has many rows; fixed by the shapes alone.
@@ -279,34 +276,28 @@ bool onednn_native(const ConvGeometry& g) {
   }
 }
 
+// Whether drx's im2col kernel covers g: f32 and f64, bf16 operands into f32 or bf16, sizes
+// within BLAS's int arguments.
+bool im2col_covers(const ConvGeometry& g) {
+  const bool bf16 =
+      g.operands == DType::bf16 && (g.result == DType::f32 || g.result == DType::bf16);
+  const bool same = g.operands == g.result && (g.result == DType::f32 || g.result == DType::f64);
+  return (bf16 || same) && g.positions <= INT_MAX && g.out_features_per_group <= INT_MAX &&
+         g.in_features * g.window <= INT_MAX &&
+         g.positions * g.in_features * g.window <= (int64_t{1} << 31);
+}
+
 std::optional<KernelSpec> conv_kernel(const Eqn& e, const CompileContext& cx) {
   // Read for every dtype, so a malformed parameter is an error at compile time.
-  ConvGeometry g;
-  g.c = ConvParams::of(e);
+  ConvParams params = ConvParams::of(e);
   const VarInfo &l = cx.var(e.ins[0]), &r = cx.var(e.ins[1]), &o = cx.var(e.outs[0]);
-  const bool bf16 = l.dtype == DType::bf16 && r.dtype == DType::bf16 &&
-                    (o.dtype == DType::f32 || o.dtype == DType::bf16);
-  const bool same =
-      l.dtype == r.dtype && l.dtype == o.dtype && (o.dtype == DType::f32 || o.dtype == DType::f64);
-  if (!bf16 && !same) return std::nullopt;
-  g.lhs = l.shape;
-  g.rhs = r.shape;
-  g.out = o.shape;
-  const ConvDimensionNumbers& d = g.c.dims;
-  g.groups = std::max(g.c.feature_group_count, g.c.batch_group_count);
-  g.out_batch = o.shape[static_cast<size_t>(d.out_batch)];
-  g.in_features = r.shape[static_cast<size_t>(d.rhs_in_feature)];
-  g.out_features_per_group = r.shape[static_cast<size_t>(d.rhs_out_feature)] / g.groups;
-  for (size_t k = 0; k < g.c.num_spatial(); ++k) {
-    g.positions *= o.shape[static_cast<size_t>(d.out_spatial[k])];
-    g.window *= r.shape[static_cast<size_t>(d.rhs_spatial[k])];
-  }
-  if (g.positions > INT_MAX || g.out_features_per_group > INT_MAX ||
-      g.in_features * g.window > INT_MAX ||
-      g.positions * g.in_features * g.window > (int64_t{1} << 31))
-    return std::nullopt;
+  if (l.dtype != r.dtype) return std::nullopt;
+  ConvGeometry g(std::move(params), Type(l.dtype, l.shape), Type(r.dtype, r.shape),
+                 Type(o.dtype, o.shape));
   const int lhs = e.ins[0], rhs = e.ins[1], out = e.outs[0];
-  if (bf16) {
+  if (std::optional<KernelSpec> k = onednn_conv_kernel(g, lhs, rhs, out)) return k;
+  if (!im2col_covers(g)) return std::nullopt;
+  if (g.operands == DType::bf16) {
     const bool native =
         g.positions * g.out_features_per_group * g.in_features * g.window > 0 && onednn_native(g);
     if (!native) note_blas_threads_once();
@@ -327,6 +318,32 @@ std::optional<KernelSpec> conv_kernel(const Eqn& e, const CompileContext& cx) {
 }
 
 }  // namespace
+
+ConvGeometry::ConvGeometry(ConvParams params, const Type& l, const Type& r, const Type& o)
+    : c(std::move(params)),
+      lhs(l.shape),
+      rhs(r.shape),
+      out(o.shape),
+      operands(l.dtype),
+      result(o.dtype) {
+  const ConvDimensionNumbers& d = c.dims;
+  groups = std::max(c.feature_group_count, c.batch_group_count);
+  out_batch = o.shape[static_cast<size_t>(d.out_batch)];
+  in_features = r.shape[static_cast<size_t>(d.rhs_in_feature)];
+  out_features_per_group = r.shape[static_cast<size_t>(d.rhs_out_feature)] / groups;
+  for (size_t k = 0; k < c.num_spatial(); ++k) {
+    positions *= o.shape[static_cast<size_t>(d.out_spatial[k])];
+    window *= r.shape[static_cast<size_t>(d.rhs_spatial[k])];
+  }
+}
+
+std::string conv_kernel_route(const ConvParams& c, const Type& lhs, const Type& rhs,
+                              const Type& out) {
+  const ConvGeometry g(c, lhs, rhs, out);
+  if (lhs.dtype != rhs.dtype) return "reference";
+  if (std::optional<std::string> r = onednn_conv_route(g)) return *r;
+  return im2col_covers(g) ? "im2col" : "reference";
+}
 
 void add_conv_kernels(KernelTable& t) { t[&prims::conv_general_dilated()] = conv_kernel; }
 

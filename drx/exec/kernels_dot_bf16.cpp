@@ -170,14 +170,18 @@ std::optional<KernelSpec> bf16_dot_general(const Eqn& e, const CompileContext& c
 namespace drx {
 namespace {
 
-bool has_bf16_product(const Program& p) {
+// Products whose bits depend on oneDNN's kernel where it runs them: bf16 products and
+// convolutions, f32 convolutions.
+bool has_onednn_product(const Program& p) {
   for (const Eqn& e : p.eqns) {
-    if ((e.prim == &prims::dot_general() || e.prim == &prims::conv_general_dilated()) &&
-        p.type_of(e.ins[0]).dtype == DType::bf16)
+    const DType operands = e.ins.empty() ? DType::f32 : p.type_of(e.ins[0]).dtype;
+    if ((e.prim == &prims::dot_general() && operands == DType::bf16) ||
+        (e.prim == &prims::conv_general_dilated() &&
+         (operands == DType::bf16 || operands == DType::f32)))
       return true;
     for (const auto& [key, attr] : e.params.items())
       if (const auto* sub = std::get_if<std::shared_ptr<const Program>>(&attr))
-        if (*sub && has_bf16_product(**sub)) return true;
+        if (*sub && has_onednn_product(**sub)) return true;
   }
   return false;
 }
@@ -185,7 +189,7 @@ bool has_bf16_product(const Program& p) {
 }  // namespace
 
 std::string kernel_fingerprint(const Program& program) {
-  return has_bf16_product(program) ? "bf16 products: " + exec::onednn::kernel_fingerprint() : "";
+  return has_onednn_product(program) ? "products: " + exec::onednn::kernel_fingerprint() : "";
 }
 
 }  // namespace drx

@@ -1,11 +1,11 @@
 #include "drx/exec/onednn.h"
 
 #include "drx/array/error.h"
+#include "drx/exec/onednn_engine.h"
 
 #if DRX_HAVE_ONEDNN
 #include <omp.h>
 
-#include <dnnl.hpp>
 #include <memory>
 #include <unordered_map>
 #endif
@@ -13,10 +13,8 @@
 namespace drx::exec::onednn {
 
 #if DRX_HAVE_ONEDNN
-namespace {
+namespace detail {
 
-// oneDNN runs a primitive on as many OpenMP threads as the creating thread's
-// nthreads-var allows: one, on every thread drx creates or runs one on.
 void one_thread_here() {
   thread_local const bool set = [] {
     omp_set_num_threads(1);
@@ -25,7 +23,6 @@ void one_thread_here() {
   (void)set;
 }
 
-// Never destroyed: the profile's report, written at exit, may still time products.
 dnnl::engine& cpu_engine() {
   static dnnl::engine& e = *[] {
     one_thread_here();
@@ -33,6 +30,19 @@ dnnl::engine& cpu_engine() {
   }();
   return e;
 }
+
+dnnl::memory::data_type data_type(DType d, const std::string& what) {
+  if (d == DType::bf16) return dnnl::memory::data_type::bf16;
+  if (d == DType::f32) return dnnl::memory::data_type::f32;
+  throw Error(what + ": element type " + std::string(dtype_name(d)) + " is not bf16 or f32");
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::cpu_engine;
+using detail::one_thread_here;
 
 std::string isa_name(dnnl::cpu_isa isa) {
   using I = dnnl::cpu_isa;
@@ -72,12 +82,6 @@ dnnl::memory::desc matrix(int64_t batch, int64_t rows, int64_t cols, dnnl::memor
   return dnnl::memory::desc({batch, rows, cols}, t, {rows * cols, st[0], st[1]});
 }
 
-dnnl::memory::data_type data_type(DType d) {
-  if (d == DType::bf16) return dnnl::memory::data_type::bf16;
-  if (d == DType::f32) return dnnl::memory::data_type::f32;
-  throw Error("oneDNN matmul: result dtype " + std::string(dtype_name(d)) + " is not bf16 or f32");
-}
-
 }  // namespace
 
 struct Matmul::Impl {
@@ -99,7 +103,8 @@ Matmul::Matmul(const MatmulShape& s) {
                 " products needs whole operands (leading dimensions of the shapes)");
   impl->a = matrix(s.batch, s.m, s.k, dt::bf16, s.trans_a, s.lda);
   impl->b = matrix(s.batch, s.k, s.n, dt::bf16, s.trans_b, s.ldb);
-  impl->c = matrix(s.batch, s.m, s.n, data_type(s.out), false, s.ldc);
+  impl->c =
+      matrix(s.batch, s.m, s.n, detail::data_type(s.out, "oneDNN matmul result"), false, s.ldc);
   if (s.bias)  // one row, broadcast over the rows (and the batch)
     impl->bias = s.batch == 1 ? dnnl::memory::desc({1, s.n}, dt::f32, {s.n, 1})
                               : dnnl::memory::desc({1, 1, s.n}, dt::f32, {s.n, s.n, 1});
@@ -196,7 +201,7 @@ MatmulShape MatmulShape::rows_of(int64_t m, int64_t n, int64_t k, bool trans_a, 
 }
 
 std::string kernel_fingerprint() {
-  return available() ? "onednn " + version() + " " + isa() : "drx bf16 loops";
+  return available() ? "onednn " + version() + " " + isa() : "drx loops";
 }
 
 }  // namespace drx::exec::onednn

@@ -1,7 +1,7 @@
 #pragma once
 // Private to drx/exec: the one place drx calls oneDNN (Debian's libdnnl 2.6),
-// for products with bf16 operands and f32 accumulation. Convolutions will use
-// the same rules:
+// for products with bf16 operands and f32 accumulation and for convolutions
+// (f32, or bf16 operands). Both follow the same rules:
 //  - drx owns the parallelism: every call runs on the calling thread alone
 //    (one OpenMP thread, set on every thread that creates or runs a
 //    primitive, since oneDNN fixes a primitive's thread count when it is
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "drx/array/dtype.h"
 
@@ -29,8 +30,8 @@ std::string version();
 // "avx512_core_bf16", "avx2", ...), or "none". ONEDNN_MAX_CPU_ISA, read by
 // oneDNN at its first use, caps it.
 std::string isa();
-// What distinguishes this process's bf16 products from another's: oneDNN's
-// version and ISA, or drx's own loops.
+// What distinguishes this process's oneDNN products and convolutions from
+// another's: oneDNN's version and ISA, or drx's own loops.
 std::string kernel_fingerprint();
 
 // C[m, n] (+)= op(A)[m, k] op(B)[k, n] for one product: row-major operands with
@@ -64,6 +65,46 @@ class Matmul {
   // oneDNN's name for the kernel it chose ("brg:avx512_core_bf16", "ref:any").
   const std::string& implementation() const;
   // False for oneDNN's reference loops, which are many times slower than drx's own.
+  bool native() const;
+
+ private:
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// A tensor as a oneDNN convolution reads or writes it: its dims in oneDNN's order
+// ([N, C, spatial...] for activations; [O, I, spatial...], or [G, O / G, I / G, spatial...]
+// with groups, for weights) and the element strides of each in drx's array, so that any
+// permutation of a row-major array describes itself without a copy.
+struct TensorView {
+  std::vector<int64_t> dims, strides;
+};
+
+// One convolution in oneDNN's terms (dense dilation 0, as oneDNN counts it):
+//   forward:          dst[n, o, y] = sum_{i, k} src[n, i, y s + k (d + 1) - pad_l] w[o, i, k]
+//   weight_gradient:  dst[o, i, k] = sum_{n, y} second[n, o, y] src[n, i, y s + k (d + 1) - pad_l]
+// (oneDNN's backward-weights: `second` is the output's gradient, dst the weights'); forward
+// weights with a leading group dim make a grouped convolution. Operands
+// are f32, or bf16 accumulated in f32; the result f32 or bf16 (rounded once).
+struct ConvolutionShape {
+  enum class Kind { forward, weight_gradient };
+  Kind kind = Kind::forward;
+  TensorView src, second, dst;                          // forward: second is the weights
+  std::vector<int64_t> strides, dilates, pad_l, pad_r;  // per spatial dim
+  DType operands = DType::f32, out = DType::f32;
+};
+
+class Convolution {
+ public:
+  // Throws drx::Error when oneDNN is not available or refuses the shape.
+  explicit Convolution(const ConvolutionShape& shape);
+  // On the calling thread only; any number of threads may run one Convolution at once.
+  // Operands and result in the layouts of shape's views: where oneDNN's kernel reads another
+  // layout (blocked weights, channels-last activations) the call reorders into scratch space.
+  void run(const void* src, const void* second, void* dst) const;
+  // oneDNN's name for the kernel it chose ("brgconv:avx512_core", "ref:any").
+  const std::string& implementation() const;
+  // False for oneDNN's reference loops.
   bool native() const;
 
  private:
