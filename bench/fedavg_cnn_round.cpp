@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/timing.h"
+#include "bench/common.h"
 #include "drx/drx.h"
 #include "drx/exec/thread_pool.h"
 
@@ -53,18 +53,7 @@ const char* kUsage =
     "--threads: drx's thread count (default: DRX_NUM_THREADS, else every hardware thread).\n"
     "--smoke: cohort 2, 1 step of batch 4, 1 timed round. Later flags override it.\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fedavg_cnn_round: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_count(const std::string& flag, const std::string& text, int64_t min) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min)
-    usage_error(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-  return v;
-}
+const drx::bench::CommandLine kCommandLine{"fedavg_cnn_round", kUsage};
 
 Options parse(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -89,23 +78,24 @@ Options parse(int argc, char** argv) {
       continue;
     }
     const bool known = counts.count(flag) || flag == "--precision" || flag == "--lr";
-    if (!known) usage_error("unknown argument '" + args[i] + "'");
+    if (!known) kCommandLine.error("unknown argument '" + args[i] + "'");
     if (!has_value) {
-      if (i + 1 >= args.size()) usage_error(flag + " needs a value");
+      if (i + 1 >= args.size()) kCommandLine.error(flag + " needs a value");
       value = args[++i];
     }
     if (flag == "--precision") {
       if (value != "f32" && value != "bf16")
-        usage_error("--precision expects f32 or bf16, got '" + value + "'");
+        kCommandLine.error("--precision expects f32 or bf16, got '" + value + "'");
       o.precision = value;
     } else if (flag == "--lr") {
       char* end = nullptr;
       o.lr = std::strtod(value.c_str(), &end);
       if (value.empty() || *end != '\0' || !(o.lr > 0))
-        usage_error("--lr expects a number > 0, got '" + value + "'");
+        kCommandLine.error("--lr expects a number > 0, got '" + value + "'");
     } else {
-      *counts[flag] = parse_count(flag, value, flag == "--warmup" || flag == "--threads" ? 0 : 1);
-      if (flag == "--threads" && o.threads > 1024) usage_error("--threads is at most 1024");
+      *counts[flag] =
+          kCommandLine.count(flag, value, flag == "--warmup" || flag == "--threads" ? 0 : 1);
+      if (flag == "--threads" && o.threads > 1024) kCommandLine.error("--threads is at most 1024");
     }
   }
   return o;

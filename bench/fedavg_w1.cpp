@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/timing.h"
+#include "bench/common.h"
 #include "drx/drx.h"
 #include "drx/exec/profile.h"
 #include "drx/exec/thread_pool.h"
@@ -68,18 +68,7 @@ const char* kUsage =
     "--smoke: cohort 4, 2 steps of batch 8, hidden 16, 2 rounds, small sgemm and dispatch\n"
     "runs, and --check (a float64 reference round must agree). Later flags override it.\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "fedavg_w1: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_count(const std::string& flag, const std::string& text, int64_t min) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < min)
-    usage_error(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-  return v;
-}
+const drx::bench::CommandLine kCommandLine{"fedavg_w1", kUsage};
 
 Options parse(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -121,13 +110,13 @@ Options parse(int argc, char** argv) {
       s->second();
     } else if (auto c = counts.find(flag); c != counts.end()) {
       if (!has_value) {
-        if (i + 1 >= args.size()) usage_error(flag + " needs a value");
+        if (i + 1 >= args.size()) kCommandLine.error(flag + " needs a value");
         value = args[++i];
       }
-      *c->second = parse_count(flag, value, flag == "--warmup" ? 0 : 1);
-      if (flag == "--threads" && *c->second > 1024) usage_error("--threads is at most 1024");
+      *c->second = kCommandLine.count(flag, value, flag == "--warmup" ? 0 : 1);
+      if (flag == "--threads" && *c->second > 1024) kCommandLine.error("--threads is at most 1024");
     } else {
-      usage_error("unknown argument '" + args[i] + "'");
+      kCommandLine.error("unknown argument '" + args[i] + "'");
     }
   }
   return o;

@@ -43,7 +43,7 @@
 #include <variant>
 #include <vector>
 
-#include "bench/timing.h"
+#include "bench/common.h"
 #include "drx/drx.h"
 #include "drx/exec/executable.h"
 #include "drx/exec/thread_pool.h"
@@ -97,26 +97,14 @@ const char* kUsage =
     "--threads: drx's thread count (default: DRX_NUM_THREADS, else every hardware thread).\n"
     "--json: one JSON line per measurement instead of tables.\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "drx_loops_bench: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
-
-int64_t parse_count(const std::string& flag, const std::string& text, int64_t min) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0 || v < min || v > (int64_t{1} << 30))
-    usage_error(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-  return v;
-}
+const drx::bench::CommandLine kCommandLine{"drx_loops_bench", kUsage};
 
 std::vector<int64_t> parse_list(const std::string& flag, const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) out.push_back(parse_count(flag, item, 1));
-  if (out.empty() || text.back() == ',') usage_error(flag + " needs a list like 1,100,500");
+  while (std::getline(in, item, ',')) out.push_back(kCommandLine.count(flag, item, 1));
+  if (out.empty() || text.back() == ',') kCommandLine.error(flag + " needs a list like 1,100,500");
   return out;
 }
 
@@ -137,13 +125,13 @@ Options parse(int argc, char** argv) {
     }
     auto take_value = [&] {
       if (!has_value) {
-        if (i + 1 >= args.size()) usage_error(flag + " needs a value");
+        if (i + 1 >= args.size()) kCommandLine.error(flag + " needs a value");
         value = args[++i];
       }
       return value;
     };
     auto no_value = [&] {
-      if (has_value) usage_error(flag + " takes no value");
+      if (has_value) kCommandLine.error(flag + " takes no value");
     };
     if (flag == "--help") {
       std::fputs(kUsage, stdout);
@@ -156,21 +144,22 @@ Options parse(int argc, char** argv) {
       o.memory_mode = take_value(), o.mode = Mode::memory, ++modes;
       if (o.memory_mode != "forward" && o.memory_mode != "stored" && o.memory_mode != "remat" &&
           o.memory_mode != "checkpoint")
-        usage_error("--memory needs forward, stored, remat or checkpoint, got '" + o.memory_mode +
-                    "'");
+        kCommandLine.error("--memory needs forward, stored, remat or checkpoint, got '" +
+                           o.memory_mode + "'");
     } else if (flag == "--json") {
       no_value(), o.json = true;
     } else if (flag == "--steps-list") {
       o.steps_list = parse_list(flag, take_value());
     } else if (auto c = counts.find(flag); c != counts.end()) {
-      *c->second = parse_count(flag, take_value(),
-                               (flag == "--max-unrolled" || flag == "--scan-checkpoint") ? 0 : 1);
-      if (flag == "--threads" && *c->second > 1024) usage_error("--threads is at most 1024");
+      *c->second = kCommandLine.count(
+          flag, take_value(), (flag == "--max-unrolled" || flag == "--scan-checkpoint") ? 0 : 1);
+      if (flag == "--threads" && *c->second > 1024) kCommandLine.error("--threads is at most 1024");
     } else {
-      usage_error("unknown argument '" + args[i] + "'");
+      kCommandLine.error("unknown argument '" + args[i] + "'");
     }
   }
-  if (modes > 1) usage_error("give at most one of --first-call, --memory and --memory-table");
+  if (modes > 1)
+    kCommandLine.error("give at most one of --first-call, --memory and --memory-table");
   return o;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common.h"
 #include "drx/drx.h"
 #include "drx/exec/executable.h"
 #include "drx/trace/trace_tree.h"
@@ -48,10 +49,7 @@ const char* kUsage =
     "  --groups G: the cohort as G groups of cohort/G clients (hierarchical FedAvg).\n"
     "--smoke: hidden 16, 2 steps of batch 8, 256 examples, 2 rounds.\n";
 
-[[noreturn]] void usage_error(const std::string& msg) {
-  std::fprintf(stderr, "drx_scaling: %s\n%s", msg.c_str(), kUsage);
-  std::exit(2);
-}
+const drx::bench::CommandLine kCommandLine{"drx_scaling", kUsage};
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -80,21 +78,21 @@ Options parse(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (auto c = counts.find(a); c != counts.end()) {
-      if (i + 1 >= args.size()) usage_error(a + " needs a value");
+      if (i + 1 >= args.size()) kCommandLine.error(a + " needs a value");
       char* end = nullptr;
       long long v = std::strtoll(args[++i].c_str(), &end, 10);
       if (*end != '\0' || v < 1 || v > (1 << 30))
-        usage_error(a + " needs a positive integer, got '" + args[i] + "'");
+        kCommandLine.error(a + " needs a positive integer, got '" + args[i] + "'");
       *c->second = v;
     } else {
-      usage_error("unknown argument '" + a + "'");
+      kCommandLine.error("unknown argument '" + a + "'");
     }
   }
-  if (o.weak == o.memory) usage_error("give exactly one of --weak-scaling and --memory");
+  if (o.weak == o.memory) kCommandLine.error("give exactly one of --weak-scaling and --memory");
   if (o.cohort % o.groups != 0)
-    usage_error("--cohort " + std::to_string(o.cohort) + " does not split into --groups " +
-                std::to_string(o.groups) + " equal groups");
-  if (o.weak && o.groups != 1) usage_error("--groups applies to --memory only");
+    kCommandLine.error("--cohort " + std::to_string(o.cohort) + " does not split into --groups " +
+                       std::to_string(o.groups) + " equal groups");
+  if (o.weak && o.groups != 1) kCommandLine.error("--groups applies to --memory only");
   return o;
 }
 

@@ -412,4 +412,44 @@ TEST(CnnModel, RoundTrainsTheCnnAsFedAvgSays) {
               0.05 * std::abs(out["loss"].array().element_as_double(0)));
 }
 
+// An f32 CNN round (its convolutions on oneDNN where present) has the same bits on 1 to 3
+// devices of the clients axis and on 1 or 2 threads.
+TEST(CnnModel, RoundIsBitwiseTheSameOnOneToThreeDevicesAndAnyThreadCount) {
+  const int64_t cohort = 5, batch = 4, n = 24;
+  const Tree p = drx::tree_map([](const Array& a) { return drx::convert_array(a, drx::f32); },
+                               random_biases(drx::nn::cnn_init(12, 12, 1, 4, 31, drx::f64), 90));
+  const Array x_all = random_array({n, 144}, drx::f32, 32, 0, 1);
+  const Array y_all = random_array({n}, drx::i32, 33, 0, 4);
+  const Array idx = random_array({cohort, 2, batch}, drx::i32, 34, 0, n);
+  const Array mask =
+      drx::convert_array(random_array({cohort, 2, batch}, drx::i32, 35, 0, 2), drx::f32);
+  const Array weights = random_array({cohort}, drx::f32, 36, 1, 3);
+  drx::optim::RoundSpec spec;
+  spec.client.lr = 0.1;
+  spec.cohort = cohort;
+  spec.steps = 2;
+  spec.batch = batch;
+  spec.model = drx::nn::Model::cnn();
+  const drx::optim::ServerOptimizer server;
+  auto round = drx::jit(drx::optim::fedavg_round(spec));
+  auto run = [&] {
+    return drx::tree_leaves(round(p, server.init(p), x_all, y_all, idx, mask, weights));
+  };
+  const int before = drx::num_threads();
+  drx::set_num_threads(1);
+  const std::vector<Tree> one = run();
+  drx::set_num_threads(2);
+  auto same = [&](const std::vector<Tree>& got, const std::string& what) {
+    ASSERT_EQ(got.size(), one.size());
+    for (size_t k = 0; k < one.size(); ++k)
+      EXPECT_TRUE(got[k].array().bitwise_equal(one[k].array())) << what << ", leaf " << k;
+  };
+  same(run(), "2 threads");
+  for (int devices : {2, 3}) {
+    const drx::MeshScope scope(drx::Mesh({{"clients", devices}}));
+    same(run(), std::to_string(devices) + " devices");
+  }
+  drx::set_num_threads(before);
+}
+
 }  // namespace
