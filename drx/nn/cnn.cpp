@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "drx/nn/layer_params.h"
 #include "drx/nn/nn.h"
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
@@ -23,41 +24,18 @@ const char* const kLayers[] = {"conv0", "conv1", "dense0", "dense1"};
 // The spatial size after a SAME convolution (stride 1) and the 2x2 stride-2 VALID pool.
 int64_t pooled(int64_t n) { return n / 2; }
 
-std::string type_text(const Tree& t) {
-  if (t.kind() == Tree::Kind::array)
-    return std::string(dtype_name(t.array().dtype())) + shape_str(t.array().shape());
-  if (t.kind() == Tree::Kind::value) return t.value().type().str();
-  return "a tree of structure " + t.structure();
-}
-
-Value leaf_value(const Tree& t, const std::string& where) {
-  if (t.kind() == Tree::Kind::array) return constant(t.array());
-  if (t.kind() != Tree::Kind::value)
-    throw Error("cnn_apply: " + where + " must be a leaf (an array), got " + type_text(t));
-  return t.value();
-}
-
-struct Layer {
-  Value w, b;
-};
-
 // The four layers of `params`, their structure and shapes checked against each other and x.
-std::vector<Layer> cnn_layers(const Tree& params) {
+std::vector<LayerParams> cnn_layers(const Tree& params) {
   const std::string want =
       "a dict {conv0, conv1, dense0, dense1} of dicts {b, w}, as cnn_init makes";
   if (params.kind() != Tree::Kind::dict || params.size() != 4)
     throw Error("cnn_apply: params must be " + want + ", got " + params.structure());
-  std::vector<Layer> layers;
+  std::vector<LayerParams> layers;
   for (size_t l = 0; l < 4; ++l) {
     const std::string name = kLayers[l];
     if (params.keys()[l] != name)
       throw Error("cnn_apply: params must be " + want + ", got keys " + params.structure());
-    const Tree& layer = params.children()[l];
-    if (layer.kind() != Tree::Kind::dict || layer.size() != 2 || !layer.contains("w") ||
-        !layer.contains("b"))
-      throw Error("cnn_apply: layer '" + name + "' must be a dict {b, w}, got " +
-                  layer.structure());
-    layers.push_back({leaf_value(layer["w"], name + ".w"), leaf_value(layer["b"], name + ".b")});
+    layers.push_back(layer_params("cnn_apply", name, params.children()[l]));
   }
   auto bad = [&](size_t l, const std::string& expected) {
     throw Error("cnn_apply: layer '" + std::string(kLayers[l]) + "' expects " + expected +
@@ -114,7 +92,7 @@ Value as_images(const Value& x, int64_t channels) {
 // The network, each convolution and dense layer made by `conv` and `dense_fn`.
 template <class Conv, class Dense>
 Value apply_cnn(const Tree& params, const Value& x, const Conv& conv, const Dense& dense_fn) {
-  const std::vector<Layer> p = cnn_layers(params);
+  const std::vector<LayerParams> p = cnn_layers(params);
   Value h = as_images(x, p[0].w.shape()[2]);
   if (!is_floating(h.dtype())) throw Error("cnn_apply: x must be floating, got " + h.type().str());
   for (size_t l = 0; l < 2; ++l)

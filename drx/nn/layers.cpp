@@ -1,5 +1,6 @@
 #include <string>
 
+#include "drx/nn/layer_params.h"
 #include "drx/nn/nn.h"
 #include "drx/ops/op_table.h"
 #include "drx/ops/ops.h"
@@ -10,13 +11,21 @@ DRX_PUBLIC_OPS_FILE(nn_layers);
 namespace drx::nn {
 
 namespace {
-Value leaf(const Tree& t, const std::string& where) {
+
+std::string type_text(const Tree& t) {
+  if (t.kind() == Tree::Kind::array)
+    return std::string(dtype_name(t.array().dtype())) + shape_str(t.array().shape());
+  if (t.kind() == Tree::Kind::value) return t.value().type().str();
+  return "a tree of structure " + t.structure();
+}
+
+Value leaf(const std::string& op, const Tree& t, const std::string& where) {
   if (t.kind() == Tree::Kind::array) return constant(t.array());
   if (t.kind() != Tree::Kind::value)
-    throw Error("mlp_apply: " + where + " must be a leaf, got a tree of structure " +
-                t.structure());
+    throw Error(op + ": " + where + " must be a leaf (an array), got " + type_text(t));
   return t.value();
 }
+
 void check_dense(const Value& x, const Value& w, const Value& b) {
   if (w.ndim() != 2 || b.ndim() != 1 || b.shape()[0] != w.shape()[1] || x.ndim() < 1 ||
       x.shape().back() != w.shape()[0])
@@ -34,15 +43,21 @@ Value apply_layers(const Tree& params, const Value& x, const Layer& layer_fn) {
   for (size_t l = 0; l < params.size(); ++l) {
     const std::string& key = params.keys()[l];
     const Tree& layer = params.children()[l];
-    if (layer.kind() != Tree::Kind::dict || !layer.contains("w") || !layer.contains("b"))
-      throw Error("mlp_apply: layer '" + key + "' must be a dict {b, w}, got " + layer.structure());
+    const LayerParams p = layer_params("mlp_apply", key, layer);
     if (l > 0) h = relu(h);
-    h = layer_fn(h, leaf(layer["w"], key + ".w"), leaf(layer["b"], key + ".b"));
+    h = layer_fn(h, p.w, p.b);
   }
   return h;
 }
 
 }  // namespace
+
+LayerParams layer_params(const std::string& op, const std::string& key, const Tree& layer) {
+  if (layer.kind() != Tree::Kind::dict || layer.size() != 2 || !layer.contains("w") ||
+      !layer.contains("b"))
+    throw Error(op + ": layer '" + key + "' must be a dict {b, w}, got " + layer.structure());
+  return {leaf(op, layer["w"], key + ".w"), leaf(op, layer["b"], key + ".b")};
+}
 
 DRX_PUBLIC_OP("nn::dense",
               "(x: Value, w: Value, b: Value) -> Value | "
