@@ -143,6 +143,21 @@ void for_each_run(const Geometry& g, F&& f) {
   }
 }
 
+// r[c] = fold(r[c], from[c]) over a run, max and min written as selects so that the loop
+// vectorises (reduce_fold's results: a NaN wins, a tie keeps r[c]).
+template <ReduceKind K, class A, class T>
+void fold_run(A* r, const T* from, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) {
+    const A v = static_cast<A>(from[c]);
+    if constexpr (K == ReduceKind::max)
+      r[c] = (v > r[c] || v != v) ? v : r[c];
+    else if constexpr (K == ReduceKind::min)
+      r[c] = (v < r[c] || v != v) ? v : r[c];
+    else
+      reduce_fold<K>(r[c], v);
+  }
+}
+
 // y[o] = the fold of x over output o's window, padding being the identity.
 // Sums accumulate as drx's sum does (double for floats, 64-bit integers).
 template <class T, ReduceKind K>
@@ -158,10 +173,7 @@ void reduce_window_loop(const T* x, T* y, const Geometry& g) {
     RunAcc* r = run.data();
     for_each_run(g, [&](int64_t o0, int64_t wi, int64_t at) {
       if (wi == 0) std::fill(run.begin(), run.end(), reduce_identity<T, RunAcc>(K));
-      if (at >= 0) {
-        const T* from = x + at;
-        for (int64_t c = 0; c < inner; ++c) reduce_fold<K>(r[c], static_cast<RunAcc>(from[c]));
-      }
+      if (at >= 0) fold_run<K>(r, x + at, inner);
       if (wi == g.window_count - 1)
         for (int64_t c = 0; c < inner; ++c) y[o0 + c] = static_cast<T>(r[c]);
     });
@@ -199,31 +211,39 @@ bool selects(Select s, T a, T b) {
 }
 
 // select_and_scatter_loop a run at a time (inner_runs(g); out already zero): each run keeps
-// its selected values beside their indices, and adds in the same order as the plain loop.
+// its selected values beside the window each came from, and adds in the same order as the
+// plain loop. Window numbers (int32, as wide as a float) and selects rather than branches,
+// so that the selection vectorises.
 template <Select S, class T>
 void select_and_scatter_runs(const T* operand, const T* source, T* out, const Geometry& g) {
   const int64_t inner = g.out.back();
-  std::vector<int64_t> index(static_cast<size_t>(inner));
+  std::vector<int32_t> window(static_cast<size_t>(inner));
   std::vector<T> value(static_cast<size_t>(inner));
-  int64_t* bi = index.data();
+  std::vector<int64_t> start(static_cast<size_t>(g.window_count));  // each window's `at`
+  int32_t* bw = window.data();
   T* bv = value.data();
   for_each_run(g, [&](int64_t o0, int64_t wi, int64_t at) {
-    if (wi == 0) std::fill(index.begin(), index.end(), int64_t{-1});
+    if (wi == 0) std::fill(window.begin(), window.end(), int32_t{-1});
+    start[static_cast<size_t>(wi)] = at;
     if (at >= 0) {
       const T* from = operand + at;
-      for (int64_t c = 0; c < inner; ++c)
-        if (bi[c] < 0 || !selects(S, bv[c], from[c])) {
-          bv[c] = from[c];
-          bi[c] = at + c;
-        }
+      const auto w = static_cast<int32_t>(wi);
+      for (int64_t c = 0; c < inner; ++c) {
+        const T v = from[c], kept = bv[c];
+        const int32_t kept_window = bw[c];
+        const bool keep = (kept_window >= 0) & selects(S, kept, v);
+        bv[c] = keep ? kept : v;
+        bw[c] = keep ? kept_window : w;
+      }
     }
     if (wi == g.window_count - 1)
       for (int64_t c = 0; c < inner; ++c) {
-        if (bi[c] < 0) continue;
+        if (bw[c] < 0) continue;
+        T& o = out[start[static_cast<size_t>(bw[c])] + c];
         if constexpr (std::is_integral_v<T>)
-          out[bi[c]] = wrapping::add(out[bi[c]], source[o0 + c]);
+          o = wrapping::add(o, source[o0 + c]);
         else
-          out[bi[c]] = static_cast<T>(out[bi[c]] + source[o0 + c]);
+          o = static_cast<T>(o + source[o0 + c]);
       }
   });
 }
