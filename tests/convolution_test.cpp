@@ -205,6 +205,10 @@ std::vector<Case> cases() {
       {.padding = {{2, 2}, {2, 2}}, .dims = {3, 0, {1, 2}, 3, 0, {1, 2}, 2, 3, {0, 1}}});
   add("weight_gradient_strided", {2, 3, 10, 10}, {4, 3, 5, 5},
       {.window_strides = {2, 1}, .padding = {{1, 1}, {0, 2}}, .rhs_dilation = {1, 2}});
+  // A stride-2 convolution's input gradient: the output's gradient dilated, the window
+  // reversed (oneDNN's backward-data convolution).
+  add("input_gradient", {2, 4, 3, 3}, {3, 4, 3, 3},
+      {.padding = {{1, 2}, {2, 0}}, .lhs_dilation = {2, 2}, .window_reversal = {1, 1}});
   add("every_attribute", {4, 4, 5, 3}, {4, 2, 2, 2},
       {.window_strides = {2, 1},
        .padding = {{1, -1}, {2, 0}},
@@ -279,6 +283,7 @@ TEST(Conv, EachCaseRunsOnTheKernelItsAttributesAllow) {
       {"conv3d", "im2col"},
       {"weight_gradient", "oneDNN weight gradient"},
       {"weight_gradient_strided", "oneDNN weight gradient"},
+      {"input_gradient", "oneDNN input gradient"},
       {"every_attribute", "im2col"}};
   for (const Case& k : cases()) {
     SCOPED_TRACE(k.name);
@@ -295,47 +300,53 @@ TEST(Conv, EachCaseRunsOnTheKernelItsAttributesAllow) {
   }
 }
 
-// The CNN layer's three convolutions (forward, input gradient, weight gradient; NHWC, HWIO,
-// SAME) run on oneDNN, f32 and bf16, and agree with float64.
+// The CNN layer's gradients (NHWC, HWIO, SAME; stride 1 as McMahan's CNN, and stride 2, whose
+// input gradient dilates the output's) run on oneDNN, f32 and bf16, and agree with float64.
 TEST(Conv, TheCnnLayersGradientRunsOnOnednn) {
-  for (DType dt : {DType::f32, DType::bf16}) {
-    SCOPED_TRACE(dtype_name(dt));
-    ConvParams c = full({.padding = {{2, 2}, {2, 2}}, .dims = nhwc()}, 4);
-    if (dt == DType::bf16) c.preferred_element_type = DType::f32;
-    auto loss = [c, dt](Value x, Value w, Value ct) {
-      return sum(conv_of(astype(x, dt), astype(w, dt), c) * ct);
-    };
-    const Shape xs{4, 7, 7, 6}, ws{5, 5, 6, 8}, ys{4, 7, 7, 8};
-    const Program g =
-        simplify(trace(grad(loss, std::vector<int>{0, 1}),
-                       {Type(DType::f32, xs), Type(DType::f32, ws), Type(DType::f32, ys)}));
-    const std::vector<std::string> r = routes_of(g);
-    ASSERT_EQ(r.size(), 2u);  // the input and weight gradients (the forward value is unused)
-    const bool native_bf16 =
-        exec::onednn::isa() == "avx512_core_bf16" || exec::onednn::isa() == "avx512_core_amx";
-    if (exec::onednn::available() && (dt == DType::f32 || native_bf16)) {
-      EXPECT_TRUE(starts_with(r[0], "oneDNN forward") || starts_with(r[1], "oneDNN forward"))
-          << r[0] << "; " << r[1];
-      EXPECT_TRUE(starts_with(r[0], "oneDNN weight gradient") ||
-                  starts_with(r[1], "oneDNN weight gradient"))
-          << r[0] << "; " << r[1];
+  for (int64_t stride : {1, 2})
+    for (DType dt : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + ", stride " + std::to_string(stride));
+      ConvParams c = full(
+          {.window_strides = {stride, stride}, .padding = {{2, 2}, {2, 2}}, .dims = nhwc()}, 4);
+      if (dt == DType::bf16) c.preferred_element_type = DType::f32;
+      auto loss = [c, dt](Value x, Value w, Value ct) {
+        return sum(conv_of(astype(x, dt), astype(w, dt), c) * ct);
+      };
+      const int64_t y = stride == 1 ? 7 : 4;
+      const Shape xs{4, 7, 7, 6}, ws{5, 5, 6, 8}, ys{4, y, y, 8};
+      const Program g =
+          simplify(trace(grad(loss, std::vector<int>{0, 1}),
+                         {Type(DType::f32, xs), Type(DType::f32, ws), Type(DType::f32, ys)}));
+      const std::vector<std::string> r = routes_of(g);
+      ASSERT_EQ(r.size(), 2u);  // the input and weight gradients (the forward value is unused)
+      const bool native_bf16 =
+          exec::onednn::isa() == "avx512_core_bf16" || exec::onednn::isa() == "avx512_core_amx";
+      if (exec::onednn::available() && (dt == DType::f32 || native_bf16)) {
+        // Stride 1: the input gradient is a forward convolution of the reversed kernel and the
+        // weight gradient's window (7 x 7) outgrows its output (5 x 5); stride 2 dilates the
+        // output's gradient (backward-data), whose 4 x 4 window the forward convolution takes.
+        const std::string input = stride == 1 ? "oneDNN forward" : "oneDNN input gradient";
+        const std::string weight = stride == 1 ? "oneDNN weight gradient" : "oneDNN forward";
+        EXPECT_TRUE(starts_with(r[0], input) || starts_with(r[1], input)) << r[0] << "; " << r[1];
+        EXPECT_TRUE(starts_with(r[0], weight) || starts_with(r[1], weight)) << r[0] << "; " << r[1];
+      }
+      // Operands exact in dt, so that float64 sees the same numbers.
+      const Array x = convert_array(random_array(xs, dt, 11), DType::f32),
+                  w = convert_array(random_array(ws, dt, 12), DType::f32),
+                  ct = convert_array(random_array(ys, dt, 13), DType::f32);
+      const std::vector<Array> got = compile(g).run({x, w, ct});
+      // float64: drx's im2col kernel in f64.
+      ConvParams c64 = c;
+      c64.preferred_element_type = std::nullopt;
+      auto loss64 = [c64](Value x, Value w, Value ct) { return sum(conv_of(x, w, c64) * ct); };
+      const std::vector<Array> want = jit(grad(loss64, std::vector<int>{0, 1}))(
+          convert_array(x, DType::f64), convert_array(w, DType::f64),
+          convert_array(ct, DType::f64));
+      // bf16: the gradients are bf16 products, rounded once to bf16.
+      const double tol = dt == DType::f32 ? 1e-4 : 1e-2;
+      for (size_t i = 0; i < 2; ++i)
+        EXPECT_TRUE(ArrayNear(got[i], to_doubles(want[i]), tol, tol)) << "gradient " << i;
     }
-    // Operands exact in dt, so that float64 sees the same numbers.
-    const Array x = convert_array(random_array(xs, dt, 11), DType::f32),
-                w = convert_array(random_array(ws, dt, 12), DType::f32),
-                ct = convert_array(random_array(ys, dt, 13), DType::f32);
-    const std::vector<Array> got = compile(g).run({x, w, ct});
-    // float64: drx's im2col kernel in f64.
-    ConvParams c64 = c;
-    c64.preferred_element_type = std::nullopt;
-    auto loss64 = [c64](Value x, Value w, Value ct) { return sum(conv_of(x, w, c64) * ct); };
-    const std::vector<Array> want = jit(grad(loss64, std::vector<int>{0, 1}))(
-        convert_array(x, DType::f64), convert_array(w, DType::f64), convert_array(ct, DType::f64));
-    // bf16: the gradients are bf16 products, rounded once to bf16.
-    const double tol = dt == DType::f32 ? 1e-4 : 1e-2;
-    for (size_t i = 0; i < 2; ++i)
-      EXPECT_TRUE(ArrayNear(got[i], to_doubles(want[i]), tol, tol)) << "gradient " << i;
-  }
 }
 
 // The StableHLO interpreter's first case, by hand: stride 4 over a 2x-dilated 4x4 input.

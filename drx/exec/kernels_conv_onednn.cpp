@@ -6,8 +6,10 @@
 // convolution, with the batch and feature roles swapped:
 //   out[b, f, z] = sum_{c, k} lhs[b, c, z ws + k rd - pl] rhs[c, f, k]
 //   diff_w[o, i, k'] = sum_{n, y} diff_dst[n, o, y] src[n, i, y s + k' d - pl]
-// with n = c, y = k, o = f, i = b, k' = z, s = rd and d = ws. Each view is the operand's own
-// memory under permuted dims and strides; oneDNN::Convolution reorders what its kernel reads in
+// with n = c, y = k, o = f, i = b, k' = z, s = rd and d = ws. A convolution of an lhs-dilated
+// input with a reversed window (a strided convolution's input gradient) is oneDNN's
+// backward-data convolution (input_gradient_plan). Each view is the operand's own
+// memory under permuted dims and strides; onednn::Convolution reorders what its kernel reads in
 // another layout. Forward convolutions split the batch into chunks fixed by the shapes, one
 // task each; a weight gradient is one task (its sum runs over the batch), so the bits depend on
 // the shapes and the machine's kernel (kernel_fingerprint) only.
@@ -129,6 +131,36 @@ std::optional<ConvPlan> forward_plan(const ConvGeometry& g) {
   return p;
 }
 
+// oneDNN's backward-data convolution, for a convolution of a (stride-)dilated input with a
+// reversed window and unit strides: the input gradient the vjp emits for a strided
+// convolution. Its window position k' reads kernel element K - 1 - k' at dilated position
+// z + k' R - PL, which is oneDNN's x = y L + k R - pl with k = K - 1 - k' and
+// pl = (K - 1) R - PL: the reversal cancels, the kernel is read as it lies.
+std::optional<ConvPlan> input_gradient_plan(const ConvGeometry& g) {
+  const ConvParams& c = g.c;
+  const ConvDimensionNumbers& d = c.dims;
+  if (c.feature_group_count != 1) return std::nullopt;
+  ConvPlan p;
+  ConvolutionShape& s = p.shape;
+  s.kind = ConvolutionShape::Kind::input_gradient;
+  s.src = view(g.lhs, d.lhs_batch, d.lhs_feature, d.lhs_spatial);
+  s.second = view(g.rhs, d.rhs_in_feature, d.rhs_out_feature, d.rhs_spatial);
+  s.dst = view(g.out, d.out_batch, d.out_feature, d.out_spatial);
+  for (size_t k = 0; k < c.num_spatial(); ++k) {
+    if (c.window_strides[k] != 1 || !c.window_reversal[k]) return std::nullopt;
+    const int64_t span = (at(g.rhs, d.rhs_spatial[k]) - 1) * c.rhs_dilation[k];
+    s.strides.push_back(c.lhs_dilation[k]);
+    s.dilates.push_back(c.rhs_dilation[k] - 1);
+    s.pad_l.push_back(span - c.padding[k].first);
+    s.pad_r.push_back(span - c.padding[k].second);
+    if (s.pad_l.back() < 0 || s.pad_r.back() < 0) return std::nullopt;
+  }
+  p.chunk = forward_chunk(g);
+  p.lhs_batch_stride = at(strides_of(g.lhs), d.lhs_batch);
+  p.out_batch_stride = at(strides_of(g.out), d.out_batch);
+  return p;
+}
+
 // The plans oneDNN could run g by, the better first.
 std::vector<ConvPlan> plans_of(const ConvGeometry& g) {
   const ConvParams& c = g.c;
@@ -138,10 +170,15 @@ std::vector<ConvPlan> plans_of(const ConvGeometry& g) {
       !(g.operands == DType::bf16 && (g.result == DType::f32 || g.result == DType::bf16)))
     return {};
   if (num_elements(g.lhs) == 0 || num_elements(g.rhs) == 0 || num_elements(g.out) == 0) return {};
-  for (size_t k = 0; k < S; ++k)
-    if (c.lhs_dilation[k] != 1 || c.padding[k].first < 0) return {};
+  bool lhs_dilated = false;
+  for (size_t k = 0; k < S; ++k) {
+    if (c.padding[k].first < 0) return {};
+    lhs_dilated = lhs_dilated || c.lhs_dilation[k] != 1;
+  }
+  const auto plans = lhs_dilated ? std::vector{input_gradient_plan}
+                                 : std::vector{weight_gradient_plan, forward_plan};
   std::vector<ConvPlan> v;
-  for (auto plan : {weight_gradient_plan, forward_plan})
+  for (auto plan : plans)
     if (std::optional<ConvPlan> p = plan(g)) {
       p->shape.operands = g.operands;
       p->shape.out = g.result;
@@ -272,9 +309,11 @@ std::optional<KernelSpec> onednn_conv_kernel(const ConvGeometry& g, int lhs, int
 std::optional<std::string> onednn_conv_route(const ConvGeometry& g) {
   const std::optional<std::pair<ConvPlan, Convolutions>> c = chosen(g);
   if (!c) return std::nullopt;
-  return std::string(c->first.shape.kind == ConvolutionShape::Kind::forward
-                         ? "oneDNN forward "
-                         : "oneDNN weight gradient ") +
+  using K = ConvolutionShape::Kind;
+  const K kind = c->first.shape.kind;
+  return std::string(kind == K::forward           ? "oneDNN forward "
+                     : kind == K::weight_gradient ? "oneDNN weight gradient "
+                                                  : "oneDNN input gradient ") +
          c->second.full->implementation();
 }
 

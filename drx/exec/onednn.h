@@ -83,11 +83,14 @@ struct TensorView {
 // One convolution in oneDNN's terms (dense dilation 0, as oneDNN counts it):
 //   forward:          dst[n, o, y] = sum_{i, k} src[n, i, y s + k (d + 1) - pad_l] w[o, i, k]
 //   weight_gradient:  dst[o, i, k] = sum_{n, y} second[n, o, y] src[n, i, y s + k (d + 1) - pad_l]
-// (oneDNN's backward-weights: `second` is the output's gradient, dst the weights'); forward
-// weights with a leading group dim make a grouped convolution. Operands
+//   input_gradient:   dst[n, i, x] = sum over x = y s + k (d + 1) - pad_l of src[n, o, y] w[o, i,
+//   k]
+// (oneDNN's backward-weights: `second` is the output's gradient, dst the weights'; its
+// backward-data: src is the output's gradient, `second` the weights, dst the input's
+// gradient); forward weights with a leading group dim make a grouped convolution. Operands
 // are f32, or bf16 accumulated in f32; the result f32 or bf16 (rounded once).
 struct ConvolutionShape {
-  enum class Kind { forward, weight_gradient };
+  enum class Kind { forward, weight_gradient, input_gradient };
   Kind kind = Kind::forward;
   TensorView src, second, dst;                          // forward: second is the weights
   std::vector<int64_t> strides, dilates, pad_l, pad_r;  // per spatial dim

@@ -1,6 +1,6 @@
-// oneDNN's convolutions (forward and backward-weights) on the calling thread. The primitive
-// reads channels-last activations and weights in the layout it prefers; operands in any other
-// strided layout (NCHW, or the batch/feature swap of a weight gradient) are reordered into
+// oneDNN's convolutions (forward, backward-weights and backward-data) on the calling thread. The
+// primitive reads channels-last activations and weights in the layout it prefers; operands in any
+// other strided layout (NCHW, or the batch/feature swap of a weight gradient) are reordered into
 // scratch space by the call, which costs a copy against the convolution's many products.
 #include "drx/array/error.h"
 #include "drx/exec/onednn.h"
@@ -44,7 +44,10 @@ std::string dims_text(const std::vector<int64_t>& v) {
 }
 
 std::string describe(const ConvolutionShape& s) {
-  return std::string(s.kind == ConvolutionShape::Kind::forward ? "forward" : "weight gradient") +
+  using K = ConvolutionShape::Kind;
+  return std::string(s.kind == K::forward           ? "forward"
+                     : s.kind == K::weight_gradient ? "weight gradient"
+                                                    : "input gradient") +
          " " + dims_text(s.src.dims) + " x " + dims_text(s.second.dims) + " -> " +
          dims_text(s.dst.dims) + " (" + std::string(dtype_name(s.operands)) + " -> " +
          std::string(dtype_name(s.out)) + ")";
@@ -100,7 +103,7 @@ struct Convolution::Impl {
   dnnl::primitive primitive;
   memory::desc scratch;
   std::optional<Operand> src, second, dst;
-  int second_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
+  int src_arg = DNNL_ARG_SRC, second_arg = DNNL_ARG_WEIGHTS, dst_arg = DNNL_ARG_DST;
   std::string implementation;
 };
 
@@ -110,11 +113,11 @@ Convolution::Convolution(const ConvolutionShape& s) {
   using tag = memory::format_tag;
   const memory::data_type op = detail::data_type(s.operands, "oneDNN convolution operands"),
                           out = detail::data_type(s.out, "oneDNN convolution result");
-  const bool forward = s.kind == K::forward;
+  const bool weights_second = s.kind != K::weight_gradient;  // else the weights are dst
   const tag activations = channels_last(s.src.dims.size());
   memory::desc src(dims_of(s.src.dims), op, activations);
-  memory::desc second(dims_of(s.second.dims), op, forward ? tag::any : activations);
-  memory::desc dst(dims_of(s.dst.dims), out, forward ? activations : tag::any);
+  memory::desc second(dims_of(s.second.dims), op, weights_second ? tag::any : activations);
+  memory::desc dst(dims_of(s.dst.dims), out, weights_second ? activations : tag::any);
   const memory::dims strides = dims_of(s.strides), dilates = dims_of(s.dilates),
                      pad_l = dims_of(s.pad_l), pad_r = dims_of(s.pad_r);
   const dnnl::primitive_attr attr = user_scratchpad();
@@ -123,7 +126,7 @@ Convolution::Convolution(const ConvolutionShape& s) {
   try {
     using dnnl::algorithm;
     using dnnl::prop_kind;
-    if (forward) {
+    if (s.kind == K::forward) {
       const dnnl::convolution_forward::desc d(prop_kind::forward_inference,
                                               algorithm::convolution_direct, src, second, dst,
                                               strides, dilates, pad_l, pad_r);
@@ -134,6 +137,24 @@ Convolution::Convolution(const ConvolutionShape& s) {
       impl->scratch = pd.scratchpad_desc();
       impl->implementation = pd.impl_info_str();
       impl->primitive = dnnl::convolution_forward(pd);
+    } else if (s.kind == K::input_gradient) {
+      // The forward convolution whose input gradient this is (src its output's gradient).
+      const memory::desc input(dims_of(s.dst.dims), op, activations);
+      const dnnl::convolution_forward::desc hint_d(prop_kind::forward_training,
+                                                   algorithm::convolution_direct, input, second,
+                                                   src, strides, dilates, pad_l, pad_r);
+      const dnnl::convolution_forward::primitive_desc hint(hint_d, e);
+      const dnnl::convolution_backward_data::desc d(algorithm::convolution_direct, dst, second, src,
+                                                    strides, dilates, pad_l, pad_r);
+      const dnnl::convolution_backward_data::primitive_desc pd(d, attr, e, hint);
+      src = pd.diff_dst_desc();
+      second = pd.weights_desc();
+      dst = pd.diff_src_desc();
+      impl->scratch = pd.scratchpad_desc();
+      impl->implementation = pd.impl_info_str();
+      impl->primitive = dnnl::convolution_backward_data(pd);
+      impl->src_arg = DNNL_ARG_DIFF_DST;
+      impl->dst_arg = DNNL_ARG_DIFF_SRC;
     } else {
       // oneDNN picks a backward kernel to match a forward one: the forward convolution whose
       // weights these are (in the operands' type).
@@ -195,7 +216,7 @@ void Convolution::run(const void* src, const void* second, void* dst) const {
         stream, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, kernel[i]}, {DNNL_ARG_SCRATCHPAD, rs}});
   }
   memory sm(m.scratch, e, scratch.take(m.scratch.get_size()));
-  m.primitive.execute(stream, {{DNNL_ARG_SRC, kernel[0]},
+  m.primitive.execute(stream, {{m.src_arg, kernel[0]},
                                {m.second_arg, kernel[1]},
                                {m.dst_arg, kernel[2]},
                                {DNNL_ARG_SCRATCHPAD, sm}});
